@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+# License: GPLv3
+"""The real calibre hosts Book AI is tested on, prepared and entered.
+
+    dev/hosts.py setup [HOST ...]      make the hosts (all by default); idempotent
+    dev/hosts.py run HOST -- CMD ...   run CMD inside HOST, the project at /project
+    dev/hosts.py status                which hosts are ready
+    dev/hosts.py remove HOST ...       delete a host's root
+
+Hosts (see shared/notes/calibre-hosts.md):
+
+    bookworm  calibre 6.13, Debian's package on this machine itself
+    trixie    calibre 8.5, a debootstrap root
+    forky     calibre 9.17, a debootstrap root (calibre's own AI included)
+    noai      calibre 9.17 with calibre's AI removed the way an AI-free fork
+              removes it (dev/strip_calibre_ai.py): the plugin's real target
+
+Roots live in $BOOKAI_HOSTS_DIR (default /var/lib/bookai-hosts), outside the
+work tree, so a later clone on the same machine reuses them. Commands run in a
+root through a private mount namespace: proc, /dev/shm and /tmp are mounted
+inside it and vanish with it, even after a crash. The machine's /dev is never
+bound into a root. Needs root.
+"""
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+HOSTS_DIR = Path(os.environ.get('BOOKAI_HOSTS_DIR', '/var/lib/bookai-hosts'))
+IN_ROOT_PROJECT = '/project'
+
+# What every host needs for the test suite. Changing this list makes `setup`
+# install the difference into existing roots, it does not rebuild them.
+PACKAGES = ('calibre', 'python3-pytest', 'p7zip-full', 'fonts-dejavu-core', 'gettext')
+
+HOSTS = {
+    'bookworm': {'calibre': '6.13', 'suite': None},
+    'trixie': {'calibre': '8.5', 'suite': 'trixie'},
+    'forky': {'calibre': '9.17', 'suite': 'forky'},
+    'noai': {'calibre': '9.17 without AI', 'suite': None, 'from': 'forky'},
+}
+
+DPKG_EXCLUDES = '''\
+path-exclude=/usr/share/doc/*
+path-exclude=/usr/share/man/*
+path-exclude=/usr/share/info/*
+path-exclude=/usr/share/locale/*
+path-include=/usr/share/locale/locale.alias
+'''
+
+# Variables passed from the caller into a host; everything else is cleared.
+PASS_ENV_PREFIXES = ('BOOKAI_', 'CALIBRE_', 'QT_', 'CI')
+
+
+def log(*args):
+    print('[hosts]', *args, file=sys.stderr, flush=True)
+
+
+def root_of(host):
+    return None if host == 'bookworm' else HOSTS_DIR / host
+
+
+def stamp_of(root):
+    return root / '.bookai-host'
+
+
+def host_env(extra=None):
+    env = {
+        'HOME': '/root', 'LANG': 'C.UTF-8', 'LC_ALL': 'C.UTF-8',
+        'PATH': '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+        'QT_QPA_PLATFORM': 'offscreen', 'QTWEBENGINE_DISABLE_SANDBOX': '1',
+        'PYTHONDONTWRITEBYTECODE': '1', 'DEBIAN_FRONTEND': 'noninteractive',
+    }
+    for k, v in os.environ.items():
+        if k.startswith(PASS_ENV_PREFIXES):
+            env[k] = v
+    env.update(extra or {})
+    return env
+
+
+def in_root_command(root, argv, env, cwd=IN_ROOT_PROJECT, bind_project=True):
+    """The shell command that runs argv inside root in a throwaway mount namespace."""
+    q = shlex.quote
+    r = str(root)
+    lines = [
+        'set -e',
+        f'mount -t proc proc {q(r + "/proc")}',
+        f'mkdir -p {q(r + "/dev/shm")} && mount -t tmpfs -o mode=1777 tmpfs {q(r + "/dev/shm")}',
+        f'mount -t tmpfs -o mode=1777 tmpfs {q(r + "/tmp")}',
+        f'cp -f /etc/resolv.conf {q(r + "/etc/resolv.conf")} 2>/dev/null || true',
+    ]
+    if bind_project:
+        lines.append(f'mkdir -p {q(r + IN_ROOT_PROJECT)} && mount --bind {q(str(PROJECT))} {q(r + IN_ROOT_PROJECT)}')
+    else:
+        cwd = '/'
+    envs = ' '.join(q(f'{k}={v}') for k, v in sorted(env.items()))
+    cmd = ' '.join(q(a) for a in argv)
+    lines.append(f'exec chroot {q(r)} /usr/bin/env -i {envs} /bin/sh -c {q("cd " + q(cwd) + " && exec " + cmd)}')
+    return ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', '\n'.join(lines)]
+
+
+def run(host, argv, env=None, check=True, bind_project=True, **kw):
+    """Run argv in host. For bookworm that is this machine, in the project folder."""
+    env = host_env(env)
+    root = root_of(host)
+    if root is None:
+        full = dict(os.environ)
+        full.update(env)
+        full['HOME'] = os.environ.get('HOME', '/root')
+        full['PATH'] = os.environ.get('PATH', env['PATH'])
+        return subprocess.run(argv, env=full, cwd=str(PROJECT), check=check, **kw)
+    return subprocess.run(in_root_command(root, argv, env, bind_project=bind_project), check=check, **kw)
+
+
+def apt_mirror():
+    """The first .../debian URI of this machine's own apt sources."""
+    candidates = [Path('/etc/apt/sources.list')] + sorted(Path('/etc/apt/sources.list.d').glob('*'))
+    for path in candidates:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            words = line.split()
+            for w in words:
+                if w.startswith(('http://', 'https://')) and w.rstrip('/').endswith('/debian'):
+                    return w.rstrip('/')
+    raise SystemExit('No .../debian URI found in the apt sources of this machine')
+
+
+def missing_packages(host, packages):
+    fmt = '${Package} ${db:Status-Status}\\n'
+    r = run(host, ['dpkg-query', '-W', '-f', fmt] + list(packages), check=False,
+            capture_output=True, text=True, bind_project=False)
+    installed = {ln.split()[0] for ln in r.stdout.splitlines() if ln.endswith(' installed')}
+    return [p for p in packages if p not in installed]
+
+
+def apt_install(host, packages):
+    missing = missing_packages(host, packages)
+    if not missing:
+        return
+    log(host, 'installing', ' '.join(missing))
+    run(host, ['apt-get', 'update', '-qq'], bind_project=False)
+    run(host, ['apt-get', 'install', '-y', '-qq', '--no-install-recommends'] + missing, bind_project=False,
+        stdout=subprocess.DEVNULL)
+
+
+def debootstrap(host, suite):
+    root = root_of(host)
+    tmp = root.with_name(root.name + '.partial')
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    if not shutil.which('debootstrap'):
+        subprocess.run(['apt-get', 'install', '-y', '-qq', 'debootstrap'], check=True, stdout=subprocess.DEVNULL)
+    log(host, f'debootstrap {suite} into {tmp}')
+    subprocess.run(['debootstrap', '--variant=minbase', suite, str(tmp), apt_mirror(),
+                    '/usr/share/debootstrap/scripts/sid'], check=True, stdout=subprocess.DEVNULL)
+    (tmp / 'etc/apt/apt.conf.d/99bookai-snapshot').write_text(
+        'Acquire::Check-Valid-Until "false";\nAcquire::Check-Date "false";\n')
+    (tmp / 'etc/dpkg/dpkg.cfg.d/01bookai-nodoc').write_text(DPKG_EXCLUDES)
+    (tmp / 'etc/dpkg/dpkg.cfg.d/02bookai-unsafe-io').write_text('force-unsafe-io\n')
+    tmp.rename(root)
+
+
+def strip_ai(host, source):
+    """Copy the source root and remove calibre's AI from the copy."""
+    root = root_of(host)
+    tmp = root.with_name(root.name + '.partial')
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    log(host, f'copying {source} and removing calibre\'s AI')
+    subprocess.run(['cp', '-a', str(root_of(source)), str(tmp)], check=True)
+    stamp_of(tmp).unlink(missing_ok=True)
+    subprocess.run([sys.executable, str(PROJECT / 'dev/strip_calibre_ai.py'), str(tmp / 'usr/lib/calibre/calibre')],
+                   check=True)
+    tmp.rename(root)
+
+
+def smoke_test(host):
+    """calibre-debug, calibre and ebook-viewer must start; calibre.ai must import only where it exists."""
+    code = ('import importlib.util, calibre.constants as c; '
+            'print(".".join(map(str, c.numeric_version[:2])), bool(importlib.util.find_spec("calibre.ai")))')
+    r = run(host, ['calibre-debug', '-c', code], capture_output=True, text=True, bind_project=False)
+    version, has_ai = r.stdout.split()[-2:]
+    return version, has_ai == 'True'
+
+
+def setup(hosts):
+    for host in hosts:
+        spec = HOSTS[host]
+        root = root_of(host)
+        if root is None:
+            apt_install(host, PACKAGES)
+        elif not root.exists():
+            if spec.get('from'):
+                setup([spec['from']])
+                strip_ai(host, spec['from'])
+            else:
+                debootstrap(host, spec['suite'])
+        if root is not None and spec.get('from') is None:
+            apt_install(host, PACKAGES)
+        if root is not None:
+            stamp_of(root).write_text(' '.join(PACKAGES) + '\n')
+        version, has_ai = smoke_test(host)
+        expect_ai = host == 'forky'
+        if has_ai != expect_ai:
+            raise SystemExit(f'{host}: calibre.ai importable = {has_ai}, expected {expect_ai}')
+        log(host, f'ready: calibre {version}, calibre.ai {"present" if has_ai else "absent"}')
+
+
+def setup_parallel(hosts):
+    """Debootstrapping is network and dpkg bound: make the roots side by side."""
+    todo = [h for h in hosts if root_of(h) is not None and not root_of(h).exists() and not HOSTS[h].get('from')]
+    procs = [subprocess.Popen([sys.executable, __file__, 'setup', h]) for h in todo]
+    others = [h for h in hosts if h not in todo]
+    for p in procs:
+        if p.wait() != 0:
+            raise SystemExit('setting up a host failed')
+    setup(others)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    s = sub.add_parser('setup')
+    s.add_argument('hosts', nargs='*', metavar='HOST', help=', '.join(HOSTS))
+    r = sub.add_parser('run')
+    r.add_argument('host', choices=list(HOSTS))
+    r.add_argument('argv', nargs=argparse.REMAINDER)
+    sub.add_parser('status')
+    rm = sub.add_parser('remove')
+    rm.add_argument('hosts', nargs='+', choices=list(HOSTS))
+    a = ap.parse_args(argv)
+    if a.cmd != 'status' and os.geteuid() != 0:
+        raise SystemExit('dev/hosts.py needs root (debootstrap, chroot, mount namespaces)')
+    if a.cmd == 'setup':
+        hosts = a.hosts or list(HOSTS)
+        unknown = set(hosts) - set(HOSTS)
+        if unknown:
+            ap.error(f'unknown host(s): {", ".join(sorted(unknown))}; known: {", ".join(HOSTS)}')
+        if len(hosts) > 1:
+            setup_parallel(hosts)
+        else:
+            setup(hosts)
+    elif a.cmd == 'run':
+        argv = a.argv[1:] if a.argv[:1] == ['--'] else a.argv
+        return run(a.host, argv, check=False).returncode
+    elif a.cmd == 'status':
+        for host, spec in HOSTS.items():
+            root = root_of(host)
+            ready = shutil.which('calibre-debug') if root is None else stamp_of(root).exists()
+            print(f'{host:9} calibre {spec["calibre"]:16} {"ready" if ready else "missing"}')
+    elif a.cmd == 'remove':
+        for host in a.hosts:
+            root = root_of(host)
+            if root is not None and root.exists():
+                shutil.rmtree(root)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

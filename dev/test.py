@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+# License: GPLv3 Copyright: the Book AI developers
+"""Run Book AI's test suite inside calibre's own runtime, on every host.
+
+    sudo python3 dev/test.py                       all hosts, made first where missing
+    sudo python3 dev/test.py --host noai           one host, for quick work
+    sudo python3 dev/test.py --host forky -- -k viewer -x    extra pytest arguments
+
+Each host runs pytest through its calibre-debug with a throwaway calibre config
+folder. A host whose run fails, has a skipped test (every prerequisite must be
+there), or runs no test at all fails the whole run. The summary ends with one
+line: "total: N passed, N failed, N skipped".
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hosts  # noqa: E402
+
+RESULTS = hosts.PROJECT / 'build' / 'test-results'
+PYTEST_MAIN = 'import sys, pytest; sys.exit(pytest.main(sys.argv[1:]))'
+
+
+def run_host(host, pytest_args, allow_skips):
+    """Run the suite on host; returns (exit code, counts, seconds)."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    junit = RESULTS / f'{host}.xml'
+    junit.unlink(missing_ok=True)
+    if host == 'bookworm':
+        scratch = Path(tempfile.mkdtemp(prefix='bookai-test-'))
+        junit_arg = str(junit)
+    else:  # a chroot: /tmp is a fresh tmpfs for every run, the project is at /project
+        scratch = Path('/tmp/bookai-test')
+        junit_arg = f'{hosts.IN_ROOT_PROJECT}/build/test-results/{host}.xml'
+    env = {
+        'BOOKAI_HOST': host,
+        'CALIBRE_CONFIG_DIRECTORY': str(scratch / 'calibre-config'),
+        'TMPDIR': str(scratch),
+    }
+    if not allow_skips:
+        env['BOOKAI_NO_SKIPS'] = '1'
+    argv = ['sh', '-c', f'mkdir -p {scratch}/calibre-config && exec "$@"', 'sh',
+            'calibre-debug', '-c', PYTEST_MAIN, '--', f'--junitxml={junit_arg}',
+            f'--basetemp={scratch}/pytest'] + pytest_args
+    print(f'\n=== {host}: calibre {hosts.HOSTS[host]["calibre"]}', flush=True)
+    start = time.monotonic()
+    code = hosts.run(host, argv, env=env, check=False).returncode
+    seconds = time.monotonic() - start
+    return code, read_counts(junit), seconds
+
+
+def read_counts(junit):
+    counts = {'passed': 0, 'failed': 0, 'skipped': 0}
+    if not junit.exists():
+        return counts
+    root = ET.parse(junit).getroot()
+    for suite in root.iter('testsuite'):
+        tests = int(suite.get('tests', 0))
+        failed = int(suite.get('failures', 0)) + int(suite.get('errors', 0))
+        skipped = int(suite.get('skipped', 0))
+        counts['failed'] += failed
+        counts['skipped'] += skipped
+        counts['passed'] += tests - failed - skipped
+    return counts
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--host', action='append', choices=list(hosts.HOSTS),
+                    help='run on this host only (repeatable); default: all of them')
+    ap.add_argument('--allow-skips', action='store_true', help='do not fail on skipped tests')
+    ap.add_argument('--no-setup', action='store_true', help='do not check or make the hosts first')
+    ap.add_argument('pytest_args', nargs=argparse.REMAINDER)
+    a = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        raise SystemExit('dev/test.py needs root: the hosts are chroots (run it with sudo)')
+    selected = a.host or list(hosts.HOSTS)
+    pytest_args = a.pytest_args[1:] if a.pytest_args[:1] == ['--'] else a.pytest_args
+    if not a.no_setup:
+        hosts.setup_parallel(selected)
+    results = {host: run_host(host, pytest_args, a.allow_skips) for host in selected}
+
+    print('\n=== summary')
+    total = {'passed': 0, 'failed': 0, 'skipped': 0}
+    ok = True
+    for host, (code, counts, seconds) in results.items():
+        verdict = 'ok'
+        if code == 5 or sum(counts.values()) == 0:
+            verdict = 'FAILED: no test ran'
+        elif code != 0 or counts['failed']:
+            verdict = f'FAILED (pytest exit {code})'
+        elif counts['skipped'] and not a.allow_skips:
+            verdict = 'FAILED: skipped tests'
+        ok = ok and verdict == 'ok'
+        for k in total:
+            total[k] += counts[k]
+        print(f'{host:9} calibre {hosts.HOSTS[host]["calibre"]:16} {counts["passed"]:4} passed '
+              f'{counts["failed"]:3} failed {counts["skipped"]:3} skipped  {seconds:6.1f}s  {verdict}')
+    print(f'total: {total["passed"]} passed, {total["failed"]} failed, {total["skipped"]} skipped')
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

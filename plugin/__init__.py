@@ -1,0 +1,23 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""Book AI: calibre's AI features as a plugin you choose to install.
+
+This file is imported by every calibre process (the main window, the E-book
+viewer, conversion workers, the command-line tools), and read without being run
+by the calibre plugin index. So it only declares the wrapper class, with
+literal metadata, and imports its real code lazily: no Qt, no AI code, no
+network here.
+"""
+
+from calibre.customize import InterfaceActionBase
+
+
+class BookAI(InterfaceActionBase):
+
+    name = 'Book AI'
+    description = ('Discuss your books with an AI of your choice, in the library and while '
+                   'reading. Nothing is sent anywhere until you set up a provider.')
+    author = 'The Book AI developers'
+    version = (0, 1, 0)
+    minimum_calibre_version = (6, 0, 0)
+    supported_platforms = ['windows', 'osx', 'linux']
+    actual_plugin = 'calibre_plugins.bookai.library.action:BookAIAction'

@@ -1,0 +1,110 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""Start calibre's real main window headless, report what it holds, and quit.
+
+    calibre-debug -e main_window.py LIBRARY
+
+Writes a JSON report to $BOOKAI_PROBE_OUT and, if $BOOKAI_PROBE_SCREENSHOT is
+set, a screenshot of the window there. A watchdog ends a run that hangs (a
+modal error dialog, say) and says so in the report.
+"""
+
+import json
+import os
+import sys
+import threading
+
+OUT = os.environ['BOOKAI_PROBE_OUT']
+SCREENSHOT = os.environ.get('BOOKAI_PROBE_SCREENSHOT')
+report = {'started': False, 'probed': False, 'timeout': False}
+
+
+def write_report():
+    with open(OUT, 'w') as f:
+        json.dump(report, f, indent=2)
+
+
+def on_timeout():
+    report['timeout'] = True
+    write_report()
+    os._exit(3)
+
+
+def icon_variant(ac):
+    """Which of the zip's icons the button shows: 'light', 'dark' or None."""
+    import zipfile
+    from qt.core import QIcon, QImage, QPixmap
+
+    def rendered(icon):
+        return icon.pixmap(48, 48).toImage().convertToFormat(QImage.Format.Format_ARGB32)
+
+    shown = rendered(ac.qaction.icon())
+    with zipfile.ZipFile(ac.plugin_path) as zf:
+        for variant, name in (('light', 'images/bookai.png'), ('dark', 'images/bookai-for-dark-theme.png')):
+            if rendered(QIcon(QPixmap.fromImage(QImage.fromData(zf.read(name))))) == shown:
+                return variant
+
+
+def describe_action(gui, name):
+    ac = gui.iactions.get(name)
+    if ac is None:
+        return None
+    main_bar = gui.bars_manager.main_bars[0]
+    menu = ac.qaction.menu()
+    return {
+        'text': ac.qaction.text(),
+        'tooltip': ac.qaction.toolTip(),
+        'icon_is_null': ac.qaction.icon().isNull(),
+        'icon_variant': icon_variant(ac),
+        'menu': [a.text() for a in menu.actions()] if menu is not None else None,
+        'on_main_toolbar': ac.qaction in main_bar.added_actions,
+        'version': list(ac.interface_action_base_plugin.version),
+    }
+
+
+def probe(gui):
+    from calibre.gui2 import gprefs
+    report['probed'] = True
+    report['iactions'] = sorted(gui.iactions)
+    report['layout'] = {k: [x for x in (gprefs.get('action-layout-' + k) or ())]
+                        for k in ('toolbar', 'context-menu')}
+    report['book_ai'] = describe_action(gui, 'Book AI')
+    if SCREENSHOT:
+        report['screenshot'] = gui.grab().save(SCREENSHOT)
+    write_report()
+    gui.quit(confirm_quit=False)
+
+
+def no_usb_scan():
+    # A sandbox has no /sys/bus/usb: calibre's device scanner would print a
+    # traceback of its own on every start. There are no devices to find here.
+    from calibre.devices.scanner import DeviceScanner
+    DeviceScanner.scan = lambda self: setattr(self, 'devices', [])
+
+
+def main(library):
+    no_usb_scan()
+    timer = threading.Timer(float(os.environ.get('BOOKAI_PROBE_TIMEOUT', '120')), on_timeout)
+    timer.daemon = True
+    timer.start()
+    from calibre.utils.config import dynamic
+    dynamic.set('welcome_wizard_was_run', True)
+    from qt.core import QTimer
+    from calibre.gui2 import main as gui_main
+    from calibre.gui2.ui import Main
+    original = Main.initialize
+
+    def initialize(self, *args, **kwargs):
+        ans = original(self, *args, **kwargs)
+        report['started'] = True
+        self.resize(1600, 800)
+        QTimer.singleShot(1500, lambda: probe(self))
+        return ans
+
+    Main.initialize = initialize
+    ret = gui_main.main(['calibre', '--with-library', library])
+    report['exit_code'] = ret
+    write_report()
+    timer.cancel()
+
+
+main(sys.argv[-1])

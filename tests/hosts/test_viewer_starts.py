@@ -1,0 +1,18 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""calibre's real E-book viewer with the plugin installed, on a real EPUB."""
+
+from sandbox import tracebacks
+
+
+def library_epub(library):
+    """The EPUB file of the library's first book, as calibre stores it."""
+    return min(library.rglob('*.epub'))
+
+
+def test_viewer_opens_a_book_with_the_plugin_installed(sandbox, plugin_zip, library, artifacts):
+    sandbox.install(plugin_zip)
+    shot = artifacts / 'viewer.png'
+    report, r = sandbox.probe('viewer', [library_epub(library)], env={'BOOKAI_PROBE_SCREENSHOT': shot})
+    assert report['loaded'] and report['rendered'] and not report['timeout'], r
+    assert not tracebacks(r.output), r
+    assert shot.stat().st_size > 10_000

@@ -1,0 +1,122 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""build.py: a reproducible zip holding exactly the plugin, and working translations."""
+
+import gettext
+import hashlib
+import io
+import re
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from sandbox import PROJECT, build_script, run_build
+
+build_py = build_script()
+
+PLACEHOLDER = re.compile(r'\{[^{}]*\}')
+
+
+def sha256(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def test_two_builds_are_byte_identical(tmp_path):
+    first = run_build('zip', tmp_path / 'a')
+    second = run_build('zip', tmp_path / 'b')
+    (a,) = (tmp_path / 'a').glob('*.zip')
+    (b,) = (tmp_path / 'b').glob('*.zip')
+    assert a.name == b.name == 'bookai-{}.{}.{}.zip'.format(*build_py.read_version())
+    assert a.read_bytes() == b.read_bytes()
+    # build.py prints the sha256 it wrote
+    assert sha256(a) in first and sha256(b) in second
+    print(f'two builds: {sha256(a)} {sha256(b)}')
+
+
+def expected_zip_names():
+    names = {'plugin-import-name-bookai.txt'}
+    for path in (PROJECT / 'plugin').rglob('*'):
+        rel = path.relative_to(PROJECT / 'plugin')
+        if path.is_file() and path.suffix in ('.py', '.png') and '__pycache__' not in rel.parts:
+            names.add(rel.as_posix())
+    names |= {f'translations/{po.stem}.mo' for po in (PROJECT / 'translations').glob('*.po')}
+    return names
+
+
+def test_zip_holds_the_plugin_and_nothing_else(plugin_zip):
+    with zipfile.ZipFile(plugin_zip) as zf:
+        names = set(zf.namelist())
+        infos = zf.infolist()
+    assert names == expected_zip_names()
+    assert '__init__.py' in names and 'plugin-import-name-bookai.txt' in names
+    assert 'translations/de.mo' in names
+    assert {'images/bookai.png', 'images/bookai-for-dark-theme.png'} <= names
+    assert not [n for n in names if '__pycache__' in n or n.endswith(('.pyc', '~', '.swp', '.orig')) or n.startswith('tests/')]
+    # every folder with code is a package: calibre_plugins.bookai.<folder> must import
+    code_dirs = {n.rpartition('/')[0] for n in names if n.endswith('.py') and '/' in n}
+    assert all(f'{d}/__init__.py' in names for d in code_dirs)
+    # normalised entries: one date, regular files readable by all
+    assert {i.date_time for i in infos} == {build_py.ZIP_DATE}
+    assert {i.external_attr >> 16 for i in infos} == {0o100644}
+
+
+def test_staged_folder_matches_the_zip(plugin_zip, staged_plugin):
+    staged = {p.relative_to(staged_plugin).as_posix(): p.read_bytes()
+              for p in staged_plugin.rglob('*') if p.is_file()}
+    with zipfile.ZipFile(plugin_zip) as zf:
+        zipped = {n: zf.read(n) for n in zf.namelist()}
+    assert staged == zipped
+
+
+def catalog(mo_bytes):
+    return gettext.GNUTranslations(io.BytesIO(mo_bytes))._catalog
+
+
+@pytest.mark.parametrize('po', sorted((PROJECT / 'translations').glob('*.po')), ids=lambda p: p.stem)
+def test_compiled_translations_match_gnu_msgfmt(po, plugin_zip, tmp_path):
+    with zipfile.ZipFile(plugin_zip) as zf:
+        ours = catalog(zf.read(f'translations/{po.stem}.mo'))
+    msgfmt = shutil.which('msgfmt')
+    assert msgfmt, 'GNU gettext (msgfmt) is needed for this check; dev/hosts.py installs it'
+    subprocess.run([msgfmt, '--check', '-o', str(tmp_path / 'gnu.mo'), str(po)], check=True)
+    assert ours == catalog((tmp_path / 'gnu.mo').read_bytes())
+    entries = [e for e in build_py.parse_po(po.read_text(encoding='utf-8')) if e['msgid']]
+    assert entries and all(ours[e['msgid']] == e['msgstr'][0] for e in entries)
+
+
+def test_template_is_current(tmp_path):
+    fresh = tmp_path / 'bookai.pot'
+    build_py.write_pot(fresh)
+    committed = PROJECT / 'translations' / 'bookai.pot'
+    assert fresh.read_text(encoding='utf-8') == committed.read_text(encoding='utf-8'), (
+        'translations/bookai.pot is out of date: run python3 build.py pot')
+
+
+def template_messages():
+    return [e for e in build_py.parse_po((PROJECT / 'translations' / 'bookai.pot').read_text(encoding='utf-8'))
+            if e['msgid']]
+
+
+def test_template_has_every_string():
+    msgids = {e['msgid'] for e in template_messages()}
+    assert {'Book AI', 'Discuss your books with AI', 'About Book AI'} <= msgids
+
+
+def test_german_is_complete():
+    german = {e['msgid']: e for e in build_py.parse_po((PROJECT / 'translations' / 'de.po').read_text(encoding='utf-8'))}
+    for entry in template_messages():
+        de = german.get(entry['msgid'])
+        assert de is not None, f'not in de.po: {entry["msgid"]!r}'
+        assert 'fuzzy' not in de['flags'] and all(de['msgstr']), f'untranslated: {entry["msgid"]!r}'
+        assert sorted(PLACEHOLDER.findall(de['msgstr'][0])) == sorted(PLACEHOLDER.findall(entry['msgid']))
+
+
+def test_version_lives_in_one_place(plugin_zip):
+    version = build_py.read_version()
+    assert plugin_zip.name == 'bookai-{}.{}.{}.zip'.format(*version)
+    literal = repr(tuple(version))
+    holders = [p for p in PROJECT.rglob('*.py') if not p.is_relative_to(PROJECT / 'build')
+               and literal in p.read_text(encoding='utf-8')]
+    assert holders == [PROJECT / 'plugin' / '__init__.py']
