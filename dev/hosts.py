@@ -36,7 +36,7 @@ IN_ROOT_PROJECT = '/project'
 
 # What every host needs for the test suite. Changing this list makes `setup`
 # install the difference into existing roots, it does not rebuild them.
-PACKAGES = ('calibre', 'python3-pytest', 'p7zip-full', 'fonts-dejavu-core', 'gettext')
+PACKAGES = ('calibre', 'python3-pytest', 'fonts-dejavu-core', 'gettext')
 
 HOSTS = {
     'bookworm': {'calibre': '6.13', 'suite': None},

@@ -82,3 +82,19 @@ def test_importing_the_plugin_costs_nothing(tmp_path, plugin_zip):
     assert heavy == []
     # nothing written either: no settings file appears just because calibre loaded the plugin
     assert set(p.name for p in (sandbox.config / 'plugins').iterdir()) == before
+
+
+def calls(tree, name):
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, 'id', None) == name]
+
+
+def test_every_module_with_strings_loads_its_translations():
+    checked = 0
+    for path in (PROJECT / 'plugin').rglob('*.py'):
+        tree = ast.parse(path.read_text(encoding='utf-8'))
+        if calls(tree, '_') or calls(tree, 'ngettext'):
+            checked += 1
+            at_top = [n for n in tree.body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+                      and getattr(n.value.func, 'id', None) == 'load_translations']
+            assert at_top, f'{path.relative_to(PROJECT)} uses _() without load_translations() at module level'
+    assert checked
