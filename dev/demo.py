@@ -44,9 +44,7 @@ def sandbox_env():
     runtime = DEMO / 'runtime'
     runtime.mkdir(parents=True, exist_ok=True)
     runtime.chmod(0o700)
-    # USER names calibre's single-instance socket: the demo must not hand over to your own calibre
-    env = dict(os.environ, CALIBRE_CONFIG_DIRECTORY=str(DEMO / 'config'), XDG_RUNTIME_DIR=str(runtime),
-               USER='bookai-demo')
+    env = dict(os.environ, CALIBRE_CONFIG_DIRECTORY=str(DEMO / 'config'), XDG_RUNTIME_DIR=str(runtime))
     if os.geteuid() == 0:
         env['QTWEBENGINE_DISABLE_SANDBOX'] = '1'
     if not (env.get('DISPLAY') or env.get('WAYLAND_DISPLAY')):

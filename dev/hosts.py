@@ -20,6 +20,11 @@ work tree, so a later clone on the same machine reuses them. Commands run in a
 root through a private mount namespace: proc, /dev/shm and /tmp are mounted
 inside it and vanish with it, even after a crash. The machine's /dev is never
 bound into a root. Needs root.
+
+`run --isolated` (what dev/test.py uses) also gives the command a network
+namespace of its own with only loopback: calibre allows one running GUI per
+user and network namespace, so a test calibre never meets the user's calibre
+or another host's, and nothing in a test can reach beyond this machine.
 """
 
 import argparse
@@ -53,6 +58,9 @@ path-exclude=/usr/share/locale/*
 path-include=/usr/share/locale/locale.alias
 '''
 
+# What the machine itself needs to make and enter the hosts.
+MACHINE_PACKAGES = ('debootstrap', 'iproute2')
+
 # Variables passed from the caller into a host; everything else is cleared.
 PASS_ENV_PREFIXES = ('BOOKAI_', 'CALIBRE_', 'QT_', 'CI')
 
@@ -83,12 +91,13 @@ def host_env(extra=None):
     return env
 
 
-def in_root_command(root, argv, env, cwd=IN_ROOT_PROJECT, bind_project=True):
+def in_root_command(root, argv, env, cwd=IN_ROOT_PROJECT, bind_project=True, isolated=False):
     """The shell command that runs argv inside root in a throwaway mount namespace."""
     q = shlex.quote
     r = str(root)
     lines = [
         'set -e',
+        'ip link set lo up' if isolated else ':',
         f'mount -t proc proc {q(r + "/proc")}',
         f'mkdir -p {q(r + "/dev/shm")} && mount -t tmpfs -o mode=1777 tmpfs {q(r + "/dev/shm")}',
         f'mount -t tmpfs -o mode=1777 tmpfs {q(r + "/tmp")}',
@@ -101,10 +110,14 @@ def in_root_command(root, argv, env, cwd=IN_ROOT_PROJECT, bind_project=True):
     envs = ' '.join(q(f'{k}={v}') for k, v in sorted(env.items()))
     cmd = ' '.join(q(a) for a in argv)
     lines.append(f'exec chroot {q(r)} /usr/bin/env -i {envs} /bin/sh -c {q("cd " + q(cwd) + " && exec " + cmd)}')
-    return ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', '\n'.join(lines)]
+    return namespaces(isolated) + ['sh', '-c', '\n'.join(lines)]
 
 
-def run(host, argv, env=None, check=True, bind_project=True, **kw):
+def namespaces(isolated):
+    return ['unshare', '--mount', '--propagation', 'private'] + (['--net'] if isolated else [])
+
+
+def run(host, argv, env=None, check=True, bind_project=True, isolated=False, **kw):
     """Run argv in host. For bookworm that is this machine, in the project folder."""
     env = host_env(env)
     root = root_of(host)
@@ -113,8 +126,11 @@ def run(host, argv, env=None, check=True, bind_project=True, **kw):
         full.update(env)
         full['HOME'] = os.environ.get('HOME', '/root')
         full['PATH'] = os.environ.get('PATH', env['PATH'])
+        if isolated:
+            argv = namespaces(True) + ['sh', '-c', 'ip link set lo up && exec "$@"', 'sh'] + list(argv)
         return subprocess.run(argv, env=full, cwd=str(PROJECT), check=check, **kw)
-    return subprocess.run(in_root_command(root, argv, env, bind_project=bind_project), check=check, **kw)
+    return subprocess.run(in_root_command(root, argv, env, bind_project=bind_project, isolated=isolated),
+                          check=check, **kw)
 
 
 def apt_mirror():
@@ -157,8 +173,6 @@ def debootstrap(host, suite):
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    if not shutil.which('debootstrap'):
-        subprocess.run(['apt-get', 'install', '-y', '-qq', 'debootstrap'], check=True, stdout=subprocess.DEVNULL)
     log(host, f'debootstrap {suite} into {tmp}')
     subprocess.run(['debootstrap', '--variant=minbase', suite, str(tmp), apt_mirror(),
                     '/usr/share/debootstrap/scripts/sid'], check=True, stdout=subprocess.DEVNULL)
@@ -192,7 +206,17 @@ def smoke_test(host):
     return version, has_ai == 'True'
 
 
+def ensure_machine_packages():
+    missing = [p for p in MACHINE_PACKAGES if subprocess.run(
+        ['dpkg-query', '-W', '-f', '${db:Status-Status}', p], capture_output=True, text=True).stdout != 'installed']
+    if missing:
+        log('installing on this machine:', ' '.join(missing))
+        subprocess.run(['apt-get', 'update', '-qq'], check=True)
+        subprocess.run(['apt-get', 'install', '-y', '-qq'] + missing, check=True, stdout=subprocess.DEVNULL)
+
+
 def setup(hosts):
+    ensure_machine_packages()
     for host in hosts:
         spec = HOSTS[host]
         root = root_of(host)
@@ -232,6 +256,7 @@ def main(argv=None):
     s = sub.add_parser('setup')
     s.add_argument('hosts', nargs='*', metavar='HOST', help=', '.join(HOSTS))
     r = sub.add_parser('run')
+    r.add_argument('--isolated', action='store_true', help='in a network namespace with only loopback')
     r.add_argument('host', choices=list(HOSTS))
     r.add_argument('argv', nargs=argparse.REMAINDER)
     sub.add_parser('status')
@@ -251,7 +276,7 @@ def main(argv=None):
             setup(hosts)
     elif a.cmd == 'run':
         argv = a.argv[1:] if a.argv[:1] == ['--'] else a.argv
-        return run(a.host, argv, check=False).returncode
+        return run(a.host, argv, check=False, isolated=a.isolated).returncode
     elif a.cmd == 'status':
         for host, spec in HOSTS.items():
             root = root_of(host)

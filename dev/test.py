@@ -7,7 +7,7 @@
     sudo python3 dev/test.py --host forky -- -k viewer -x    extra pytest arguments
 
 Each host runs pytest through its calibre-debug with a throwaway calibre config
-folder. A host whose run fails, has a skipped test (every prerequisite must be
+folder, in a network namespace of its own with only loopback (see dev/hosts.py). A host whose run fails, has a skipped test (every prerequisite must be
 there), or runs no test at all fails the whole run. The summary ends with one
 line: "total: N passed, N failed, N skipped".
 """
@@ -50,7 +50,7 @@ def run_host(host, pytest_args, allow_skips):
             f'--basetemp={scratch}/pytest'] + pytest_args
     print(f'\n=== {host}: calibre {hosts.HOSTS[host]["calibre"]}', flush=True)
     start = time.monotonic()
-    code = hosts.run(host, argv, env=env, check=False).returncode
+    code = hosts.run(host, argv, env=env, check=False, isolated=True).returncode
     seconds = time.monotonic() - start
     return code, read_counts(junit), seconds
 

@@ -78,10 +78,6 @@ class Sandbox:
             'QT_QPA_PLATFORM': 'offscreen',
             'QTWEBENGINE_DISABLE_SANDBOX': '1',
             'PYTHONDONTWRITEBYTECODE': '1',
-            # calibre's single-instance sockets are named after $USER: a name of
-            # the sandbox's own keeps a test calibre from handing over to another
-            # calibre running on the machine, the user's or another test's.
-            'USER': f'bookai-test-{id(self):x}',
         })
         env.pop('CALIBRE_OVERRIDE_LANG', None)
         env.update({k: str(v) for k, v in extra.items()})

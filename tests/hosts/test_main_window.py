@@ -56,6 +56,17 @@ def test_dark_theme_gets_the_dark_icon(sandbox, plugin_zip, library):
     assert start(sandbox, library)['book_ai']['icon_variant'] == 'dark'
 
 
+def test_a_users_icon_override_wins(sandbox, plugin_zip, library):
+    from qt.core import QColor, QImage
+    override = sandbox.config / 'resources' / 'images' / 'Book AI' / 'images' / 'bookai.png'
+    override.parent.mkdir(parents=True)
+    image = QImage(64, 64, QImage.Format.Format_ARGB32)
+    image.fill(QColor('#c0392b'))
+    assert image.save(str(override))
+    sandbox.install(plugin_zip)
+    assert start(sandbox, library)['book_ai']['icon_variant'] == 'override'
+
+
 def test_german_menu(sandbox, plugin_zip, library, artifacts):
     sandbox.install(plugin_zip)
     ai = start(sandbox, library, screenshot=artifacts / 'main-window-de.png', CALIBRE_OVERRIDE_LANG='de')['book_ai']

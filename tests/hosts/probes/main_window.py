@@ -30,8 +30,10 @@ def on_timeout():
 
 
 def icon_variant(ac):
-    """Which of the zip's icons the button shows: 'light', 'dark' or None."""
+    """Which icon the button shows: the zip's 'light' or 'dark' one, the user's
+    'override' (<config>/resources/images/Book AI/images/bookai.png), or None."""
     import zipfile
+    from calibre.constants import config_dir
     from qt.core import QIcon, QImage, QPixmap
 
     def rendered(icon):
@@ -39,9 +41,15 @@ def icon_variant(ac):
 
     shown = rendered(ac.qaction.icon())
     with zipfile.ZipFile(ac.plugin_path) as zf:
-        for variant, name in (('light', 'images/bookai.png'), ('dark', 'images/bookai-for-dark-theme.png')):
-            if rendered(QIcon(QPixmap.fromImage(QImage.fromData(zf.read(name))))) == shown:
-                return variant
+        candidates = {variant: zf.read(name) for variant, name in (
+            ('light', 'images/bookai.png'), ('dark', 'images/bookai-for-dark-theme.png'))}
+    override = os.path.join(config_dir, 'resources', 'images', 'Book AI', 'images', 'bookai.png')
+    if os.path.exists(override):
+        with open(override, 'rb') as f:
+            candidates['override'] = f.read()
+    for variant, data in candidates.items():
+        if rendered(QIcon(QPixmap.fromImage(QImage.fromData(data)))) == shown:
+            return variant
 
 
 def describe_action(gui, name):
