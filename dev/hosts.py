@@ -38,10 +38,14 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 HOSTS_DIR = Path(os.environ.get('BOOKAI_HOSTS_DIR', '/var/lib/bookai-hosts'))
 IN_ROOT_PROJECT = '/project'
+# The test peers (llama-server, models, aimock, SDKs; dev/peers.py makes them),
+# seen inside every root at /peers. Tests find them through $BOOKAI_PEERS.
+PEERS_DIR = Path(os.environ.get('BOOKAI_PEERS_DIR', '/var/cache/bookai-peers'))
+IN_ROOT_PEERS = '/peers'
 
 # What every host needs for the test suite. Changing this list makes `setup`
 # install the difference into existing roots, it does not rebuild them.
-PACKAGES = ('calibre', 'python3-pytest', 'fonts-dejavu-core', 'gettext')
+PACKAGES = ('calibre', 'python3-pytest', 'fonts-dejavu-core', 'gettext', 'nodejs')
 
 HOSTS = {
     'bookworm': {'calibre': '6.13', 'suite': None},
@@ -105,6 +109,8 @@ def in_root_command(root, argv, env, cwd=IN_ROOT_PROJECT, bind_project=True, iso
     ]
     if bind_project:
         lines.append(f'mkdir -p {q(r + IN_ROOT_PROJECT)} && mount --bind {q(str(PROJECT))} {q(r + IN_ROOT_PROJECT)}')
+        if PEERS_DIR.is_dir():
+            lines.append(f'mkdir -p {q(r + IN_ROOT_PEERS)} && mount --bind {q(str(PEERS_DIR))} {q(r + IN_ROOT_PEERS)}')
     else:
         cwd = '/'
     envs = ' '.join(q(f'{k}={v}') for k, v in sorted(env.items()))
@@ -121,6 +127,7 @@ def run(host, argv, env=None, check=True, bind_project=True, isolated=False, **k
     """Run argv in host. For bookworm that is this machine, in the project folder."""
     env = host_env(env)
     root = root_of(host)
+    env.setdefault('BOOKAI_PEERS', str(PEERS_DIR) if root is None else IN_ROOT_PEERS)
     if root is None:
         full = dict(os.environ)
         full.update(env)
@@ -215,11 +222,24 @@ def ensure_machine_packages():
         subprocess.run(['apt-get', 'install', '-y', '-qq'] + missing, check=True, stdout=subprocess.DEVNULL)
 
 
+def recipe(host):
+    """What a host's root was made from; a derived root is remade when this changes."""
+    text = ' '.join(PACKAGES)
+    if HOSTS[host].get('from'):
+        import hashlib
+        text += ' strip:' + hashlib.sha256((PROJECT / 'dev/strip_calibre_ai.py').read_bytes()).hexdigest()[:16]
+    return text + '\n'
+
+
 def setup(hosts):
     ensure_machine_packages()
     for host in hosts:
         spec = HOSTS[host]
         root = root_of(host)
+        if root is not None and spec.get('from') and root.exists() and (
+                not stamp_of(root).exists() or stamp_of(root).read_text() != recipe(host)):
+            log(host, 'its recipe changed: making it again')
+            shutil.rmtree(root)
         if root is None:
             apt_install(host, PACKAGES)
         elif not root.exists():
@@ -231,7 +251,7 @@ def setup(hosts):
         if root is not None and spec.get('from') is None:
             apt_install(host, PACKAGES)
         if root is not None:
-            stamp_of(root).write_text(' '.join(PACKAGES) + '\n')
+            stamp_of(root).write_text(recipe(host))
         version, has_ai = smoke_test(host)
         expect_ai = host == 'forky'
         if has_ai != expect_ai:
@@ -241,6 +261,7 @@ def setup(hosts):
 
 def setup_parallel(hosts):
     """Debootstrapping is network and dpkg bound: make the roots side by side."""
+    hosts = sorted(hosts, key=lambda h: bool(HOSTS[h].get('from')))  # a derived root after its source
     todo = [h for h in hosts if root_of(h) is not None and not root_of(h).exists() and not HOSTS[h].get('from')]
     procs = [subprocess.Popen([sys.executable, __file__, 'setup', h]) for h in todo]
     others = [h for h in hosts if h not in todo]
