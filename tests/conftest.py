@@ -21,6 +21,20 @@ def pytest_configure(config):
         raise pytest.UsageError(
             'Run the tests through dev/test.py: they need calibre\'s runtime and a throwaway '
             'CALIBRE_CONFIG_DIRECTORY, never your own calibre settings.')
+    install_plugin_in_this_process(Path(cfg))
+
+
+def install_plugin_in_this_process(config_dir):
+    """Install the plugin, as built from the sources under test, into this session's
+    throwaway config, so that tests can import calibre_plugins.bookai.* in process."""
+    import subprocess
+    import tempfile
+    stage = Path(tempfile.mkdtemp(prefix='bookai-stage-'))
+    run_build('stage', stage)
+    r = subprocess.run(['calibre-customize', '-b', str(stage)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise pytest.UsageError(f'could not install the plugin for the tests: {r.stdout}{r.stderr}')
+    import calibre.customize.ui  # noqa: F401 (loads the installed plugins: calibre_plugins.bookai imports now)
 
 
 def pytest_report_header(config):
@@ -81,3 +95,11 @@ def sandbox(tmp_path):
 def library(sandbox):
     """A calibre library of the test's own, holding calibre's Quick Start Guide."""
     return sandbox.make_library(quick_start_epub())
+
+
+@pytest.fixture(scope='session')
+def qapp():
+    """calibre's QApplication (offscreen), for widgets tested in this process."""
+    from calibre.gui2 import Application
+    from qt.core import QApplication
+    return QApplication.instance() or Application([])

@@ -2,16 +2,55 @@
 """The plugin's preferences, in <calibre config>/plugins/bookai.json.
 
 Opened on first use, never at import time, so that merely loading the plugin
-reads and writes nothing.
+reads and writes nothing. The file is written owner-only (0600) on every
+calibre version: it names the services you use and their addresses.
 """
 
+import os
+import tempfile
+
 _prefs = None
+
+
+def private_config(rel_path):
+    """A calibre JSONConfig whose file only its owner can read, written atomically."""
+    from calibre.utils.config import JSONConfig
+
+    class PrivateJSONConfig(JSONConfig):
+
+        def commit(self):
+            if self.no_commit or not getattr(self, 'file_path', None):
+                return
+            write_private(self.file_path, self.to_raw())
+
+    return PrivateJSONConfig(rel_path)
+
+
+def write_private(path, data):
+    """Replace the file at path with data, readable and writable by its owner only, at every moment."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix='.' + os.path.basename(path), suffix='.tmp')  # mode 0600
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            f.write(data if isinstance(data, bytes) else data.encode('utf-8'))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def plugin_prefs():
     global _prefs
     if _prefs is None:
-        from calibre.utils.config import JSONConfig
-        _prefs = JSONConfig('plugins/bookai')
-        _prefs.defaults['toolbar_placed'] = False
+        _prefs = private_config('plugins/bookai')
+        _prefs.defaults.update({
+            'toolbar_placed': False,
+            'provider': '',           # the provider answers come from ('' until the user chooses)
+            'providers': {},          # provider name: {option: value}
+            'reasoning_effort': 'auto',
+        })
     return _prefs

@@ -1,0 +1,240 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""The settings of one provider, built from the options it declares."""
+
+from qt.core import (
+    QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
+    QPlainTextEdit, QPushButton, QSpinBox, Qt, QVBoxLayout, QWidget,
+)
+
+from calibre_plugins.bookai.gui.worker import run_in_thread
+
+load_translations()
+
+
+class ModelPicker(QWidget):
+    """An editable model id (any id can be typed or pasted), the live list to pick from,
+    Refresh and Copy."""
+
+    def __init__(self, value, parent=None):
+        super().__init__(parent)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.box = QComboBox(self)
+        self.box.setEditable(True)
+        self.box.setMinimumContentsLength(28)
+        self.box.lineEdit().setPlaceholderText(_('Automatic'))
+        self.box.setEditText(value or '')
+        self.refresh_button = QPushButton(_('&Refresh list'), self)
+        self.copy_button = QPushButton(_('Copy'), self)
+        self.copy_button.setToolTip(_('Copy the model id'))
+        self.copy_button.clicked.connect(lambda: QApplication.clipboard().setText(self.value()))
+        layout.addWidget(self.box, 1)
+        layout.addWidget(self.refresh_button)
+        layout.addWidget(self.copy_button)
+
+    def value(self):
+        return self.box.currentText().strip()
+
+    def set_models(self, models):
+        current = self.value()
+        self.box.clear()
+        for m in models:
+            self.box.addItem(m.id, m.id)
+            if m.display_name != m.id:
+                self.box.setItemData(self.box.count() - 1, m.display_name, Qt.ItemDataRole.ToolTipRole)
+        self.box.setEditText(current)
+
+
+class ProviderConfigWidget(QWidget):
+
+    def __init__(self, provider, parent=None):
+        super().__init__(parent)
+        self.provider = provider
+        self.editors = {}
+        self.setup_ui()
+
+    def setup_ui(self):
+        p = self.provider
+        outer = QVBoxLayout(self)
+        about = QLabel(p.description, self)
+        about.setWordWrap(True)
+        outer.addWidget(about)
+        if p.is_local:
+            local = QLabel(_('Runs on this computer: nothing you send leaves it.'), self)
+            outer.addWidget(local)
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        outer.addLayout(form)
+        for option in p.all_options():
+            editor = self.editor_for(option)
+            self.editors[option.name] = editor
+            label = QLabel(option.label + ':', self)
+            label.setBuddy(editor)
+            if option.help:
+                editor.setToolTip(option.help)
+            form.addRow(label, editor)
+        for option in p.all_options():
+            if option.fills and option.fills in self.editors:
+                self.connect_filler(option)
+        self.model_picker = self.editors.get('model')
+        if self.model_picker is not None:
+            self.model_picker.refresh_button.clicked.connect(self.refresh_models)
+        buttons = QHBoxLayout()
+        self.test_button = QPushButton(_('&Test connection'), self)
+        self.test_button.setToolTip(_('Send a real, minimal request with these settings'))
+        self.test_button.clicked.connect(self.test_connection)
+        buttons.addWidget(self.test_button)
+        buttons.addStretch(1)
+        outer.addLayout(buttons)
+        self.status = QLabel(self)
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        outer.addWidget(self.status)
+        outer.addStretch(1)
+
+    def connect_filler(self, option):
+        """A choice that suggests another field's value shows it there as the placeholder."""
+        chooser, target = self.editors[option.name], self.editors[option.fills]
+        suggestions = dict(option.fill_values)
+        default = target.placeholderText()
+
+        def update():
+            target.setPlaceholderText(suggestions.get(chooser.currentData()) or default)
+
+        chooser.currentIndexChanged.connect(update)
+        update()
+
+    def editor_for(self, option):
+        value = self.provider.option(option.name) if option.kind != 'secret' else ''
+        if option.kind == 'secret':
+            e = QLineEdit(self)
+            e.setEchoMode(QLineEdit.EchoMode.Password)
+            e.setPlaceholderText(_('A key is stored: type to replace it') if self.provider.api_key
+                                 else _('Paste your key here'))
+            return e
+        if option.kind == 'bool':
+            e = QCheckBox(self)
+            e.setChecked(bool(value))
+            return e
+        if option.kind == 'int':
+            e = QSpinBox(self)
+            e.setRange(0, 10_000_000)
+            e.setValue(int(value or 0))
+            return e
+        if option.kind == 'float':
+            e = QDoubleSpinBox(self)
+            e.setRange(-1, 100_000)
+            e.setDecimals(1)
+            e.setValue(float(value))
+            return e
+        if option.kind == 'choice':
+            e = QComboBox(self)
+            for v, label in option.choices:
+                e.addItem(label, v)
+            e.setCurrentIndex(max(0, e.findData(value)))
+            return e
+        if option.kind == 'model':
+            return ModelPicker(value, self)
+        if option.kind == 'headers':
+            e = QPlainTextEdit(self)
+            e.setPlainText('\n'.join(f'{k}: {v}' for k, v in (value or ())))
+            e.setMaximumHeight(70)
+            return e
+        e = QLineEdit(self)
+        e.setText(str(value or ''))
+        if option.kind == 'url':
+            e.setPlaceholderText(self.provider.default_base_url or _('http://host:port/v1'))
+        return e
+
+    def values(self):
+        """The option values as shown, the API key only when one was typed."""
+        from calibre_plugins.bookai.providers.base import parse_headers
+        values = {}
+        for option in self.provider.all_options():
+            e = self.editors[option.name]
+            if option.kind == 'secret':
+                if e.text().strip():
+                    values[option.name] = e.text().strip()
+            elif option.kind == 'bool':
+                values[option.name] = e.isChecked()
+            elif option.kind in ('int', 'float'):
+                values[option.name] = e.value()
+            elif option.kind == 'choice':
+                values[option.name] = e.currentData()
+            elif option.kind == 'model':
+                values[option.name] = e.value()
+            elif option.kind == 'headers':
+                values[option.name] = parse_headers(e.toPlainText())
+            else:
+                values[option.name] = e.text().strip()
+        return values
+
+    def validate(self):
+        """'' when the values can be saved, else what is wrong, in a sentence."""
+        try:
+            values = self.values()
+        except ValueError as e:
+            return str(e)
+        for option in self.provider.all_options():
+            if option.kind == 'url' and values.get(option.name):
+                try:
+                    option.parse(values[option.name])
+                except ValueError as e:
+                    return str(e)
+        return ''
+
+    def provider_with_these_settings(self):
+        """A provider built from what the widget shows, to test before saving."""
+        values = self.values()
+        settings = {k: v for k, v in values.items() if k != 'api_key'}
+        settings['api_key'] = values.get('api_key') or self.provider.api_key
+        settings['reasoning_effort'] = self.provider.option('reasoning_effort')
+        return type(self.provider)(settings=settings)
+
+    def commit(self):
+        """Save: the options to the plugin's settings, a typed key to the secret store."""
+        from calibre_plugins.bookai.settings.prefs import plugin_prefs
+        values = self.values()
+        key = values.pop('api_key', None)
+        prefs = plugin_prefs()
+        providers = dict(prefs['providers'])
+        providers[self.provider.name] = values
+        prefs['providers'] = providers
+        if key:
+            self.provider.secrets.set(self.provider.name, 'api_key', key)
+
+    def show_status(self, text, ok=None):
+        color = {True: 'green', False: 'red'}.get(ok)
+        self.status.setText(f'<span style="color:{color}">{text}</span>' if color else text)
+
+    def refresh_models(self):
+        problem = self.validate()
+        if problem:
+            return self.show_status(problem, False)
+        provider = self.provider_with_these_settings()
+        self.model_picker.refresh_button.setEnabled(False)
+        self.show_status(_('Asking {provider} for its models…').format(provider=provider.display_name))
+
+        def done(models, exc):
+            self.model_picker.refresh_button.setEnabled(True)
+            if exc is not None:
+                return self.show_status(str(exc), False)
+            self.model_picker.set_models(models)
+            self.show_status(_('{count} models available.').format(count=len(models)), True)
+
+        run_in_thread(lambda: provider.models(refresh=True), done, self)
+
+    def test_connection(self):
+        problem = self.validate()
+        if problem:
+            return self.show_status(problem, False)
+        provider = self.provider_with_these_settings()
+        self.test_button.setEnabled(False)
+        self.show_status(_('Testing {provider}…').format(provider=provider.display_name))
+
+        def done(result, exc):
+            self.test_button.setEnabled(True)
+            ok, sentence = (False, str(exc)) if exc is not None else result
+            self.show_status(sentence, ok)
+
+        run_in_thread(provider.test_connection, done, self)

@@ -1,0 +1,139 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""Anthropic's Messages API: Claude."""
+
+from calibre_plugins.bookai.core.errors import ResultBlocked, error_for_status
+from calibre_plugins.bookai.core.messages import ReasoningDelta, Role, TextDelta, Usage, WebLink
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, Model, Option
+
+load_translations()
+
+API_VERSION = '2023-06-01'
+THINKING_BUDGETS = {'high': 16000, 'medium': 6000, 'low': 2000}
+STATUS_OF_ERROR_TYPE = {
+    'invalid_request_error': 400, 'authentication_error': 401, 'billing_error': 402, 'permission_error': 403,
+    'not_found_error': 404, 'request_too_large': 413, 'rate_limit_error': 429, 'api_error': 500,
+    'overloaded_error': 529,
+}
+STOP_REASONS = {'end_turn': 'stop', 'stop_sequence': 'stop', 'max_tokens': 'length', 'pause_turn': 'stop',
+                'tool_use': 'stop'}
+
+
+class Anthropic(AIProviderPlugin):
+
+    name = 'anthropic'
+    display_name = 'Anthropic'
+    description = _("Anthropic's Claude models.")
+    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH
+    default_base_url = 'https://api.anthropic.com/v1'
+    options = (
+        Option('max_tokens', _('Longest answer (tokens)'), 'int', 8192),
+        Option('web_search', _('Let Claude search the web (costs extra)'), 'bool', False),
+    )
+    tier_patterns = (('high', r'claude-opus-[\w.-]+'), ('medium', r'claude-sonnet-[\w.-]+'),
+                     ('low', r'claude-haiku-[\w.-]+'))
+
+    def auth_headers(self):
+        return {'x-api-key': self.api_key} if self.api_key else {}
+
+    def extra_headers(self):
+        return {'anthropic-version': API_VERSION}
+
+    def chat_request(self, messages, model, max_tokens=None):
+        thinking = THINKING_BUDGETS.get(self.option('reasoning_effort'))
+        limit = max_tokens or int(self.option('max_tokens'))
+        system = '\n\n'.join(m.text for m in messages if m.role in (Role.SYSTEM, Role.DEVELOPER))
+        payload = {'model': model, 'max_tokens': limit, 'stream': True,
+                   'messages': [self.message(m, thinking) for m in messages
+                                if m.role in (Role.USER, Role.ASSISTANT)]}
+        if system:
+            payload['system'] = system
+        if thinking and not max_tokens:
+            payload['thinking'] = {'type': 'enabled', 'budget_tokens': thinking}
+            payload['max_tokens'] = max(limit, thinking + 1024)
+        if self.option('web_search'):
+            payload['tools'] = [{'type': 'web_search_20250305', 'name': 'web_search', 'max_uses': 5}]
+        return self.request('/messages', payload)
+
+    @staticmethod
+    def message(m, thinking):
+        if m.role is Role.ASSISTANT and thinking and m.reasoning_details:
+            # with thinking on, Claude wants its signed thinking blocks back
+            return {'role': 'assistant', 'content': list(m.reasoning_details) + [{'type': 'text', 'text': m.text}]}
+        return {'role': m.role.value, 'content': m.text}
+
+    def read_stream(self, events, state):
+        blocks = {}
+        usage = {}
+        for event in events:
+            kind = event.event
+            if kind == 'ping':
+                continue
+            data = self.json_of(event, self.display_name)
+            kind = data.get('type', kind)
+            if kind == 'message_start':
+                message = data.get('message') or {}
+                state.model = message.get('model') or state.model
+                state.response_id = message.get('id', '')
+                usage.update(message.get('usage') or {})
+            elif kind == 'content_block_start':
+                block = dict(data.get('content_block') or {})
+                blocks[data.get('index', 0)] = block
+                if block.get('type') == 'web_search_tool_result':
+                    for result in block.get('content') or ():
+                        if isinstance(result, dict) and result.get('url'):
+                            state.web_links.append(WebLink(result.get('title', ''), result['url']))
+            elif kind == 'content_block_delta':
+                delta = data.get('delta') or {}
+                block = blocks.setdefault(data.get('index', 0), {})
+                dtype = delta.get('type')
+                if dtype == 'text_delta':
+                    yield TextDelta(delta.get('text', ''))
+                elif dtype == 'thinking_delta':
+                    block['thinking'] = block.get('thinking', '') + delta.get('thinking', '')
+                    yield ReasoningDelta(delta.get('thinking', ''))
+                elif dtype == 'signature_delta':
+                    block['signature'] = block.get('signature', '') + delta.get('signature', '')
+                elif dtype == 'citations_delta':
+                    c = delta.get('citation') or {}
+                    if c.get('url'):
+                        state.web_links.append(WebLink(c.get('title', ''), c['url']))
+            elif kind == 'message_delta':
+                reason = (data.get('delta') or {}).get('stop_reason')
+                if reason == 'refusal':
+                    raise ResultBlocked(_('Claude declined to answer.'))
+                if reason:
+                    state.finish_reason = STOP_REASONS.get(reason, reason)
+                usage.update(data.get('usage') or {})
+            elif kind == 'message_stop':
+                state.finished = True
+            elif kind == 'error':
+                raise self.error_of(data.get('error') or {}, state.model)
+        state.usage = Usage(usage.get('input_tokens'), usage.get('output_tokens'), None,
+                            usage.get('cache_read_input_tokens'))
+        state.reasoning_details = [{'type': 'thinking', 'thinking': b.get('thinking', ''),
+                                    'signature': b['signature']}
+                                   for i, b in sorted(blocks.items()) if b.get('type') == 'thinking'
+                                   and b.get('signature')]
+        seen = set()  # a page cited twice is listed once
+        state.web_links = [w for w in state.web_links if not (w.url in seen or seen.add(w.url))]
+
+    def error_of(self, error, model):
+        etype = error.get('type', '')
+        return error_for_status(STATUS_OF_ERROR_TYPE.get(etype, 500), self.display_name,
+                                message=error.get('message', ''), code=etype, model=model)
+
+    def models_request(self):
+        return self.request('/models?limit=1000')
+
+    def parse_models(self, data):
+        models = []
+        for m in data.get('data', ()):
+            created = 0.0
+            if stamp := m.get('created_at'):
+                from datetime import datetime
+                try:
+                    created = datetime.fromisoformat(stamp.replace('Z', '+00:00')).timestamp()
+                except ValueError:
+                    pass
+            models.append(Model(m['id'], m.get('display_name', ''), created, reasoning=True))
+        return models

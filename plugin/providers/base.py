@@ -1,0 +1,490 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""The provider base class, shaped like calibre's AIProviderPlugin.
+
+A provider is one small class that knows its wire format and nothing else:
+
+- `options`: the settings it needs, declared (the config widget and the command
+  line are built from them);
+- `chat_request()`: one HTTP request for a conversation;
+- `stream_format` and `read_stream()`: the decoded events in, answer chunks out;
+- `models_request()` and `parse_models()`: the live model list;
+- `parse_error()`: what the service said when it answered with an error status.
+
+Everything else is here, the same for all: settings and keys, choosing the
+model, caching the model list for a day, timeouts, Stop, retries, turning every
+failure into a Failed chunk, usage and cost. The rest of the plugin only ever
+calls text_chat() and never knows which provider it holds.
+"""
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from enum import Flag, auto
+
+from calibre_plugins.bookai.core.errors import (
+    ConnectionLost, MissingKey, NotConfigured, ProtocolError, ProviderError,
+)
+from calibre_plugins.bookai.core.messages import Done, Failed, TextDelta, Usage
+from calibre_plugins.bookai.core.streams import NDJSONDecoder, SSEDecoder
+from calibre_plugins.bookai.core.transport import (
+    Cancelled, CancelToken, HTTPError, Request, Timeouts, Transport, http_error_to_provider_error,
+)
+from calibre_plugins.bookai.providers import pricing
+
+load_translations()
+
+MODELS_CACHE_SECONDS = 24 * 60 * 60
+REASONING_EFFORTS = ('auto', 'high', 'medium', 'low', 'none')
+TIERS = ('high', 'medium', 'low')
+
+
+class Capability(Flag):
+    NONE = 0
+    TEXT_TO_TEXT = auto()
+    WEB_SEARCH = auto()
+    REASONING = auto()
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting a provider needs. `kind` says how it is edited and checked:
+    text, secret (an API key: kept in the secret store, never shown back),
+    url, int, float, bool, choice (from `choices`: (value, label) pairs),
+    model (an id, with the live list to pick from), headers (Name: value lines)."""
+    name: str
+    label: str
+    kind: str = 'text'
+    default: object = ''
+    choices: tuple = ()
+    help: str = ''
+    # a choice that suggests another option's value: that option's name, and value per choice
+    fills: str = ''
+    fill_values: tuple = ()
+
+    def parse(self, text):
+        """A value from its text form (the command line's key=value). Raises ValueError."""
+        if self.kind == 'int':
+            return int(text)
+        if self.kind == 'float':
+            return float(text)
+        if self.kind == 'bool':
+            low = str(text).strip().lower()
+            if low in ('1', 'true', 'yes', 'on'):
+                return True
+            if low in ('0', 'false', 'no', 'off'):
+                return False
+            raise ValueError(_('"{value}" is not yes or no').format(value=text))
+        if self.kind == 'choice' and text not in {v for v, label in self.choices}:
+            raise ValueError(_('"{value}" is not one of: {choices}').format(
+                value=text, choices=', '.join(v for v, label in self.choices)))
+        if self.kind == 'headers':
+            return parse_headers(text)
+        if self.kind == 'url' and text and not text.startswith(('http://', 'https://')):
+            raise ValueError(_('"{value}" is not an http:// or https:// address').format(value=text))
+        return text
+
+
+def parse_headers(text):
+    """'Name: value' lines (or ; separated) into a list of (name, value)."""
+    if isinstance(text, (list, tuple)):
+        return [tuple(x) for x in text]
+    headers = []
+    for part in str(text).replace(';', '\n').splitlines():
+        if part.strip():
+            name, sep, value = part.partition(':')
+            if not sep or not name.strip():
+                raise ValueError(_('"{value}" is not a "Name: value" header').format(value=part.strip()))
+            headers.append((name.strip(), value.strip()))
+    return headers
+
+
+def common_options(read_timeout):
+    """The options every provider has: where it is, which model, how long to wait."""
+    return (
+        Option('enabled', _('Enabled'), 'bool', True),
+        Option('model', _('Model'), 'model', '', help=_('Leave empty to choose automatically')),
+        Option('model_tier', _('Automatic model choice'), 'choice', 'medium', choices=(
+            ('high', _('Most capable')), ('medium', _('Balanced')), ('low', _('Fastest and cheapest')))),
+        Option('connect_timeout', _('Connection timeout (seconds)'), 'float', 30.0),
+        Option('read_timeout', _('Longest silence while answering (seconds)'), 'float', read_timeout),
+    )
+
+
+@dataclass(frozen=True)
+class Model:
+    id: str
+    name: str = ''
+    created: float = 0          # when the service says it was published, seconds since 1970
+    context_length: int = 0
+    free: bool = False
+    reasoning: bool = False
+    prices: tuple = ()          # (input, output) per million tokens, when the service lists them
+
+    @property
+    def display_name(self):
+        return self.name or self.id
+
+
+@dataclass
+class StreamState:
+    """What a provider learns while reading a stream, besides the text."""
+    model: str = ''
+    finish_reason: str = ''
+    usage: Usage = field(default_factory=Usage)
+    web_links: list = field(default_factory=list)
+    response_id: str = ''
+    reasoning_details: list = field(default_factory=list)
+    finished: bool = False      # the service said the answer is complete
+
+
+class AIProviderPlugin:
+
+    name = ''                   # the internal id: settings are stored under it
+    display_name = ''
+    description = ''
+    capabilities = Capability.TEXT_TO_TEXT
+    is_local = False            # runs on this machine: nothing leaves it
+    default_read_timeout = 120.0
+    needs_key = True
+    key_optional = False        # a key may be given, the service works without one
+    default_base_url = ''
+    stream_format = 'sse'       # or 'ndjson'
+    options = ()                # the provider's own, after common_options()
+    tier_patterns = ()          # (tier, regular expression for the whole id) to choose from the live list
+
+    def __init__(self, settings=None, secrets=None, transport=None):
+        """settings: option values (default: the user's saved ones); secrets: a store with
+        get(provider, name) (default: the user's); transport: shared HTTP (default: one per process)."""
+        self._settings = settings
+        self._secrets = secrets
+        self._transport = transport
+
+    # settings {{{
+
+    @classmethod
+    def all_options(cls):
+        base = common_options(cls.default_read_timeout)
+        url = (Option('base_url', _('Address (API root)'), 'url', cls.default_base_url,
+                      help=_('A local server, a proxy or a gateway that speaks this API')),)
+        key = (Option('api_key', _('API key'), 'secret', ''),) if cls.needs_key or cls.key_optional else ()
+        fillers = tuple(o for o in cls.options if o.fills)  # shown before what they fill in
+        return fillers + url + key + base + tuple(o for o in cls.options if not o.fills)
+
+    @classmethod
+    def option_named(cls, name):
+        for o in cls.all_options():
+            if o.name == name:
+                return o
+        raise KeyError(name)
+
+    @property
+    def settings(self):
+        if self._settings is None:
+            from calibre_plugins.bookai.settings.prefs import plugin_prefs
+            self._settings = dict(plugin_prefs()['providers'].get(self.name, {}))
+        return self._settings
+
+    def option(self, name):
+        if name in self.settings and name != 'api_key':
+            return self.settings[name]
+        if name == 'api_key':
+            if 'api_key' in self.settings:  # given explicitly (tests, one-off use)
+                return self.settings['api_key']
+            return self.secrets.get(self.name, 'api_key')
+        if name == 'reasoning_effort':
+            return self.global_setting('reasoning_effort', 'auto')
+        return self.option_named(name).default
+
+    def global_setting(self, name, default):
+        if self._settings is not None:
+            return self._settings.get(name, default)
+        from calibre_plugins.bookai.settings.prefs import plugin_prefs
+        return plugin_prefs().get(name, default)
+
+    @property
+    def secrets(self):
+        if self._secrets is None:
+            from calibre_plugins.bookai.settings.secrets import secret_store
+            self._secrets = secret_store()
+        return self._secrets
+
+    @property
+    def transport(self):
+        if self._transport is None:
+            self._transport = shared_transport()
+        return self._transport
+
+    @property
+    def api_key(self):
+        return self.option('api_key') if (self.needs_key or self.key_optional) else ''
+
+    @property
+    def base_url(self):
+        return (self.option('base_url') or self.default_base_url).rstrip('/')
+
+    @property
+    def timeouts(self):
+        return Timeouts(connect=float(self.option('connect_timeout')), read=float(self.option('read_timeout')))
+
+    @property
+    def is_ready_for_use(self):
+        return bool(self.option('enabled') and self.base_url and (self.api_key or not self.needs_key))
+
+    def missing_setup(self):
+        """Why this provider cannot be used yet, in a sentence; '' when it can."""
+        if not self.option('enabled'):
+            return _('{provider} is disabled in the settings.').format(provider=self.display_name)
+        if not self.base_url:
+            return _('{provider} needs the address of its server.').format(provider=self.display_name)
+        if self.needs_key and not self.api_key:
+            return _('{provider} needs an API key: add it in the settings.').format(provider=self.display_name)
+        return ''
+
+    # }}}
+
+    # what a provider implements {{{
+
+    def auth_headers(self):
+        return {'Authorization': f'Bearer {self.api_key}'} if self.api_key else {}
+
+    def extra_headers(self):
+        return {}
+
+    def headers(self):
+        h = {'Content-Type': 'application/json'}
+        h.update(self.auth_headers())
+        h.update(self.extra_headers())
+        return h
+
+    def request(self, path, payload=None, method=None):
+        """A request to base_url + path, with this provider's headers and its secrets marked."""
+        body = None if payload is None else json.dumps(payload, ensure_ascii=False).encode('utf-8')
+        return Request(self.base_url + path, method or ('GET' if payload is None else 'POST'), self.headers(), body,
+                       secrets=tuple(s for s in (self.api_key,) if s))
+
+    def chat_request(self, messages, model, max_tokens=None):
+        raise NotImplementedError()
+
+    def read_stream(self, events, state):
+        """Yield TextDelta/ReasoningDelta for the decoded events; fill state; raise ProviderError
+        for an error the service reports inside the stream."""
+        raise NotImplementedError()
+
+    def models_request(self):
+        raise NotImplementedError()
+
+    def parse_models(self, data):
+        raise NotImplementedError()
+
+    def parse_error(self, status, body):
+        """(message, code) from an error body; the generic reading knows the usual JSON shapes."""
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return text_of_html(body)[:300], ''
+        err = data.get('error', data) if isinstance(data, dict) else data
+        if isinstance(err, list) and err:
+            err = err[0].get('error', err[0]) if isinstance(err[0], dict) else err[0]
+        if isinstance(err, dict):
+            message = err.get('message') or err.get('detail') or err.get('error') or ''
+            code = err.get('code') or err.get('type') or err.get('status') or ''
+            return str(message), str(code)
+        return str(err), ''
+
+    # }}}
+
+    # the conversation {{{
+
+    def text_chat(self, messages, use_model='', cancel=None, max_tokens=None):
+        """Send the conversation; yield TextDelta and ReasoningDelta chunks as the answer
+        streams, then one Done (finish_reason 'cancelled' after Stop) or one Failed.
+        Never raises."""
+        cancel = cancel or CancelToken()
+        state = StreamState()
+        model = use_model
+        try:
+            if problem := self.missing_setup():
+                raise (MissingKey if self.needs_key and not self.api_key else NotConfigured)(problem)
+            model = use_model or self.choose_model(cancel=cancel)
+            state.model = model
+            response = self.open(self.chat_request(list(messages), model, max_tokens), model, cancel)
+            yield from self.read_stream(self.events(response), state)
+            if not state.finished:
+                raise ConnectionLost(_('{provider} stopped sending before the answer was complete.').format(
+                    provider=self.display_name))
+        except Cancelled:
+            yield Done(model=state.model or model, finish_reason='cancelled', usage=self.costed(state),
+                       web_links=tuple(state.web_links), response_id=state.response_id)
+            return
+        except ProviderError as e:
+            yield Failed(e)
+            return
+        except Exception as e:  # a bug of ours must still reach the user as a message, not a crash
+            import traceback
+            yield Failed(ProtocolError(_('{provider}: unexpected problem: {error}').format(
+                provider=self.display_name, error=self.scrub(f'{type(e).__name__}: {e}')),
+                details=self.scrub(traceback.format_exc())))
+            return
+        yield Done(model=state.model or model, finish_reason=state.finish_reason or 'stop',
+                   usage=self.costed(state), web_links=tuple(state.web_links), response_id=state.response_id,
+                   reasoning_details=tuple(state.reasoning_details))
+
+    def scrub(self, text):
+        from calibre_plugins.bookai.core.errors import redact
+        return redact(text, (self.api_key,))
+
+    def open(self, request, model, cancel):
+        try:
+            return self.transport.open(request, self.timeouts, cancel, provider=self.display_name)
+        except HTTPError as e:
+            message, code = self.parse_error(e.status, e.body)
+            raise http_error_to_provider_error(e, self.display_name, message, code, model) from None
+
+    def events(self, response):
+        decoder = NDJSONDecoder() if self.stream_format == 'ndjson' else SSEDecoder()
+        try:
+            for data in response.chunks():
+                yield from decoder.feed(data)
+            yield from decoder.close()
+        except ValueError as e:
+            raise ProtocolError(_('{provider} sent something that is not a valid answer stream.').format(
+                provider=self.display_name), details=str(e)) from None
+
+    @staticmethod
+    def json_of(event, provider):
+        """The JSON payload of an SSE event."""
+        try:
+            return json.loads(event.data)
+        except ValueError:
+            raise ProtocolError(_('{provider} sent something that is not a valid answer stream.').format(
+                provider=provider), details=event.data[:500]) from None
+
+    def costed(self, state):
+        u = state.usage
+        if u.cost is None:
+            estimate = pricing.estimate(self.name, state.model, u)
+            if estimate is not None:
+                from dataclasses import replace
+                return replace(u, cost=estimate)
+        return u
+
+    # }}}
+
+    # models {{{
+
+    def models(self, refresh=False, cancel=None):
+        """The live model list, cached for a day in calibre's cache folder."""
+        path = self.models_cache_path()
+        if not refresh:
+            try:
+                with open(path, encoding='utf-8') as f:
+                    cached = json.load(f)
+                if time.time() - cached['fetched'] < MODELS_CACHE_SECONDS:
+                    return [Model(**m) for m in cached['models']]
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        response = self.open(self.models_request(), '', cancel or CancelToken())
+        try:
+            data = json.loads(response.read_all())
+        except ValueError:
+            raise ProtocolError(_('{provider} sent a model list that could not be read.').format(
+                provider=self.display_name)) from None
+        models = self.parse_models(data)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        from calibre_plugins.bookai.settings.prefs import write_private
+        write_private(path, json.dumps({'fetched': time.time(), 'base_url': self.base_url,
+                                        'models': [m.__dict__ for m in models]}))
+        return models
+
+    def models_cache_path(self):
+        import hashlib
+        from calibre.constants import cache_dir
+        where = hashlib.sha256(self.base_url.encode('utf-8')).hexdigest()[:12]
+        return os.path.join(cache_dir(), 'bookai', 'models', f'{self.name}-{where}.json')
+
+    def choose_model(self, tier=None, cancel=None):
+        """The configured model, or the newest live model of the tier."""
+        configured = (self.option('model') or '').strip()
+        if configured:
+            return configured
+        models = self.models(cancel=cancel)
+        chosen = self.pick_for_tier(models, tier or self.option('model_tier'))
+        if chosen is None:
+            raise NotConfigured(_('{provider} lists no model to use: choose one in the settings.').format(
+                provider=self.display_name))
+        return chosen.id
+
+    def pick_for_tier(self, models, tier):
+        """The newest model whose id matches the tier's pattern; else the first listed."""
+        import re
+        for t, pattern in self.tier_patterns:
+            if t == tier:
+                matching = [m for m in models if re.fullmatch(pattern, m.id, flags=re.IGNORECASE)]
+                if matching:
+                    return max(matching, key=self.newness)
+        return models[0] if models else None
+
+    @staticmethod
+    def newness(model):
+        """Sorts models oldest to newest: by publication date, then by the version in the id."""
+        return model.created, version_key(model.id)
+
+    def human_readable_model_name(self, model_id):
+        return model_id
+
+    def test_connection(self):
+        """(ok, sentence): a real, minimal request, told in words."""
+        if problem := self.missing_setup():
+            return False, problem
+        try:
+            models = self.models(refresh=True)
+        except ProviderError as e:
+            return False, str(e)
+        from calibre_plugins.bookai.core.messages import Message, Role
+        try:
+            model = self.choose_model()
+        except ProviderError as e:
+            return False, str(e)
+        answer = ''
+        for chunk in self.text_chat([Message(Role.USER, 'Reply with the single word: ready')], model, max_tokens=16):
+            if isinstance(chunk, Failed):
+                return False, chunk.message
+            if isinstance(chunk, TextDelta):
+                answer += chunk.text
+        return True, _('{provider} answered with model {model} ({count} models available).').format(
+            provider=self.display_name, model=model, count=len(models))
+
+    # }}}
+
+    def config_widget(self):
+        from calibre_plugins.bookai.gui.provider_config import ProviderConfigWidget
+        return ProviderConfigWidget(self)
+
+    def save_settings(self, config_widget):
+        config_widget.commit()
+
+
+def version_key(model_id):
+    """'gemini-2.5-flash' sorts after 'gemini-2.0-flash': the numbers in an id, compared as numbers."""
+    import re
+    return tuple(float(n) for n in re.findall(r'\d+(?:\.\d+)?', model_id))
+
+
+def text_of_html(body):
+    """Some servers answer errors with an HTML page: its visible text, briefly."""
+    import re
+    text = re.sub(r'(?is)<(script|style).*?</\1>', ' ', body)
+    text = re.sub(r'<[^>]+>', ' ', text)
+    return ' '.join(text.split())
+
+
+_transport = None
+
+
+def shared_transport():
+    global _transport
+    if _transport is None:
+        _transport = Transport()
+    return _transport
+

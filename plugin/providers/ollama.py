@@ -1,0 +1,89 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""Ollama, on this computer or on one you run it on."""
+
+import re
+from datetime import datetime
+
+from calibre_plugins.bookai.core.errors import error_for_status
+from calibre_plugins.bookai.core.messages import ReasoningDelta, Role, TextDelta, Usage
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, Model, Option, parse_headers
+
+load_translations()
+
+
+class Ollama(AIProviderPlugin):
+
+    name = 'ollama'
+    display_name = 'Ollama'
+    description = _('Models you run with Ollama. On this computer, nothing leaves it.')
+    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING
+    is_local = True
+    needs_key = False
+    default_base_url = 'http://localhost:11434'
+    default_read_timeout = 600.0
+    stream_format = 'ndjson'
+    options = (
+        Option('headers', _('Extra HTTP headers'), 'headers', (),
+               help=_('One "Name: value" per line, sent with every request')),
+        Option('context_length', _('Context length (tokens, 0 for the model\'s default)'), 'int', 0),
+    )
+
+    def extra_headers(self):
+        # sent with every request, model listing and chat alike
+        return dict(parse_headers(self.option('headers') or ()))
+
+    def chat_request(self, messages, model, max_tokens=None):
+        payload = {'model': model, 'stream': True, 'messages': [
+            {'role': 'system' if m.role in (Role.SYSTEM, Role.DEVELOPER) else m.role.value, 'content': m.text}
+            for m in messages]}
+        effort = self.option('reasoning_effort')
+        if effort == 'none':
+            payload['think'] = False
+        elif effort in ('high', 'medium', 'low'):
+            payload['think'] = True
+        options = {}
+        if max_tokens:
+            options['num_predict'] = max_tokens
+        if ctx := int(self.option('context_length') or 0):
+            options['num_ctx'] = ctx
+        if options:
+            payload['options'] = options
+        return self.request('/api/chat', payload)
+
+    def read_stream(self, objects, state):
+        for obj in objects:
+            if not isinstance(obj, dict):
+                continue
+            if 'error' in obj:
+                raise error_for_status(obj.get('status', 500) if isinstance(obj.get('status'), int) else 500,
+                                       self.display_name, message=str(obj['error']), model=state.model)
+            state.model = obj.get('model') or state.model
+            message = obj.get('message') or {}
+            if thinking := message.get('thinking'):
+                yield ReasoningDelta(thinking)
+            if content := message.get('content'):
+                yield TextDelta(content)
+            if obj.get('done'):
+                state.finish_reason = 'length' if obj.get('done_reason') == 'length' else 'stop'
+                state.usage = Usage(obj.get('prompt_eval_count'), obj.get('eval_count'))
+                state.finished = True
+
+    def parse_error(self, status, body):
+        message, code = super().parse_error(status, body)
+        return message, code or ('model' if status == 404 else '')
+
+    def models_request(self):
+        return self.request('/api/tags')
+
+    def parse_models(self, data):
+        models = []
+        for m in data.get('models', ()):
+            created = 0.0
+            if stamp := m.get('modified_at'):
+                try:  # Ollama gives nanoseconds; Python reads at most microseconds
+                    created = datetime.fromisoformat(
+                        re.sub(r'(\.\d{6})\d+', r'\1', stamp).replace('Z', '+00:00')).timestamp()
+                except ValueError:
+                    pass
+            models.append(Model(m.get('model') or m.get('name'), m.get('name', ''), created))
+        return models

@@ -1,0 +1,269 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""The OpenAI chat-completions wire format, and the services that speak it:
+any OpenAI-compatible server (with presets for the common ones), LM Studio,
+OpenRouter, GitHub models and xAI's Grok."""
+
+from calibre_plugins.bookai.core.errors import ResultBlocked
+from calibre_plugins.bookai.core.messages import Cost, ReasoningDelta, Role, TextDelta, Usage
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, Model, Option, parse_headers
+
+load_translations()
+
+EFFORTS = ('high', 'medium', 'low')
+
+
+def finish_reason_of(reason):
+    return {'stop': 'stop', 'length': 'length', 'eos': 'stop', 'end_turn': 'stop'}.get(reason, reason or 'stop')
+
+
+class OpenAIChat(AIProviderPlugin):
+    """Base for the chat-completions services: subclasses set where and how."""
+
+    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING
+
+    def chat_messages(self, messages):
+        # "developer" is OpenAI's newer name for system; most compatible servers know only system
+        return [{'role': 'system' if m.role in (Role.SYSTEM, Role.DEVELOPER) else m.role.value, 'content': m.text}
+                for m in messages]
+
+    def chat_payload(self, messages, model, max_tokens):
+        payload = {'model': model, 'messages': self.chat_messages(messages), 'stream': True,
+                   'stream_options': {'include_usage': True}}
+        if max_tokens:
+            payload['max_tokens'] = max_tokens
+        temperature = self.option_or_none('temperature')
+        if temperature is not None and temperature >= 0:
+            payload['temperature'] = temperature
+        effort = self.option('reasoning_effort')
+        if effort in EFFORTS:
+            payload['reasoning_effort'] = effort
+        return payload
+
+    def option_or_none(self, name):
+        try:
+            self.option_named(name)
+        except KeyError:
+            return None
+        return self.option(name)
+
+    def chat_request(self, messages, model, max_tokens=None):
+        return self.request('/chat/completions', self.chat_payload(messages, model, max_tokens))
+
+    def read_stream(self, events, state):
+        for event in events:
+            if event.data == '[DONE]':
+                state.finished = True
+                break
+            data = self.json_of(event, self.display_name)
+            if 'error' in data:
+                raise self.stream_error(data['error'], state.model)
+            state.model = data.get('model') or state.model
+            state.response_id = data.get('id') or state.response_id
+            if usage := data.get('usage'):
+                state.usage = self.usage_of(usage)
+            for choice in data.get('choices') or ():
+                delta = choice.get('delta') or {}
+                reasoning = delta.get('reasoning_content') or delta.get('reasoning')
+                if reasoning:
+                    yield ReasoningDelta(reasoning)
+                if content := delta.get('content'):
+                    yield TextDelta(content)
+                if reason := choice.get('finish_reason'):
+                    if reason == 'content_filter':
+                        raise ResultBlocked(_('{provider} blocked the answer.').format(provider=self.display_name))
+                    state.finish_reason = finish_reason_of(reason)
+        # servers that send no [DONE] still end with a finish reason
+        state.finished = state.finished or bool(state.finish_reason)
+
+    def stream_error(self, error, model):
+        from calibre_plugins.bookai.core.errors import error_for_status
+        if isinstance(error, dict):
+            message, code = str(error.get('message', '')), str(error.get('code', '') or error.get('type', ''))
+            status = error.get('code') if isinstance(error.get('code'), int) else 500
+        else:
+            message, code, status = str(error), '', 500
+        return error_for_status(status, self.display_name, message=message, code=code, model=model)
+
+    @staticmethod
+    def usage_of(usage):
+        details = usage.get('completion_tokens_details') or {}
+        cached = (usage.get('prompt_tokens_details') or {}).get('cached_tokens')
+        return Usage(usage.get('prompt_tokens'), usage.get('completion_tokens'), details.get('reasoning_tokens'),
+                     cached)
+
+    def models_request(self):
+        return self.request('/models')
+
+    def parse_models(self, data):
+        return [Model(m['id'], m.get('name', ''), float(m.get('created') or 0), int(m.get('context_length') or 0))
+                for m in data.get('data', ()) if isinstance(m, dict) and m.get('id')]
+
+
+PRESETS = (  # value, label, base URL
+    ('custom', _('Any other server'), ''),
+    ('llamacpp', "llama.cpp's llama-server", 'http://127.0.0.1:8080/v1'),
+    ('vllm', 'vLLM', 'http://127.0.0.1:8000/v1'),
+    ('localai', 'LocalAI', 'http://127.0.0.1:8080/v1'),
+    ('jan', 'Jan', 'http://127.0.0.1:1337/v1'),
+    ('koboldcpp', 'KoboldCpp', 'http://127.0.0.1:5001/v1'),
+    ('mistral', 'Mistral', 'https://api.mistral.ai/v1'),
+    ('deepseek', 'DeepSeek', 'https://api.deepseek.com/v1'),
+    ('groq', 'Groq', 'https://api.groq.com/openai/v1'),
+    ('venice', 'Venice AI', 'https://api.venice.ai/api/v1'),
+)
+
+
+def preset_url(preset):
+    return next((url for value, label, url in PRESETS if value == preset), '')
+
+
+class OpenAICompatible(OpenAIChat):
+
+    name = 'openai_compatible'
+    display_name = _('OpenAI compatible')
+    description = _('Any server that speaks the OpenAI chat API: local ones such as llama.cpp, vLLM, LocalAI, '
+                    'Jan and KoboldCpp, or services such as Mistral, DeepSeek, Groq and Venice AI.')
+    needs_key = False
+    key_optional = True
+    default_read_timeout = 600.0  # usually a local server, and local models can be slow
+    options = (
+        Option('preset', _('Server'), 'choice', 'custom', choices=tuple((v, label) for v, label, url in PRESETS),
+               help=_('Suggests the address of a well-known server'), fills='base_url',
+               fill_values=tuple((v, url) for v, label, url in PRESETS)),
+        Option('headers', _('Extra HTTP headers'), 'headers', (), help=_('One "Name: value" per line')),
+        Option('temperature', _('Temperature (-1 for the server\'s default)'), 'float', -1.0),
+    )
+
+    @property
+    def base_url(self):
+        url = (self.option('base_url') or preset_url(self.option('preset'))).rstrip('/')
+        if url and url.count('/') == 2:  # an address with no path: the API lives under /v1
+            url += '/v1'
+        return url
+
+    @property
+    def is_local(self):
+        from urllib.parse import urlsplit
+        from calibre_plugins.bookai.core.transport import is_local
+        return is_local(urlsplit(self.base_url).hostname)
+
+    def extra_headers(self):
+        return dict(parse_headers(self.option('headers') or ()))
+
+
+class LMStudio(OpenAIChat):
+
+    name = 'lmstudio'
+    display_name = 'LM Studio'
+    description = _('Models running in LM Studio on this computer. Nothing leaves your computer.')
+    is_local = True
+    needs_key = False
+    default_read_timeout = 600.0
+    default_base_url = 'http://localhost:1234/v1'
+    options = (Option('temperature', _('Temperature (-1 for the server\'s default)'), 'float', -1.0),)
+
+
+class OpenRouter(OpenAIChat):
+
+    name = 'openrouter'
+    display_name = 'OpenRouter'
+    description = _('Hundreds of models from many companies through one account, including free ones. '
+                    'Reports the cost of every answer.')
+    default_base_url = 'https://openrouter.ai/api/v1'
+    options = (
+        Option('model_strategy', _('Models to use'), 'choice', 'free_or_paid', choices=(
+            ('free', _('Free models only')), ('free_or_paid', _('Free or paid models')),
+            ('auto', _('Let OpenRouter choose (openrouter/auto)')))),
+        Option('deny_data_collection', _('Only use providers that do not keep your prompts'), 'bool', True),
+    )
+    # OpenRouter ids are vendor/model; the tiers follow the big vendors' naming
+    tier_patterns = (('high', r'.*/(gpt-\d[\w.]*|claude-opus[\w.-]*|gemini-[\d.]+-pro)'),
+                     ('medium', r'.*/(gpt-\d[\w.]*-mini|claude-sonnet[\w.-]*|gemini-[\d.]+-flash)'),
+                     ('low', r'.*/(gpt-\d[\w.]*-nano|claude-haiku[\w.-]*|gemini-[\d.]+-flash-lite)'))
+
+    def extra_headers(self):
+        return {'X-Title': 'Book AI'}
+
+    def chat_payload(self, messages, model, max_tokens):
+        payload = super().chat_payload(messages, model, max_tokens)
+        effort = payload.pop('reasoning_effort', None)
+        if effort:
+            payload['reasoning'] = {'effort': effort}
+        elif self.option('reasoning_effort') == 'none':
+            payload['reasoning'] = {'enabled': False}
+        payload['usage'] = {'include': True}
+        if self.option('deny_data_collection'):
+            payload['provider'] = {'data_collection': 'deny'}
+        return payload
+
+    @staticmethod
+    def usage_of(usage):
+        u = OpenAIChat.usage_of(usage)
+        if usage.get('cost') is not None:  # OpenRouter credits are US dollars
+            from dataclasses import replace
+            u = replace(u, cost=Cost(float(usage['cost']), 'USD', 'reported'))
+        return u
+
+    def parse_models(self, data):
+        models = []
+        for m in data.get('data', ()):
+            pricing = m.get('pricing') or {}
+            try:
+                prices = (float(pricing.get('prompt', 'nan')) * 1e6, float(pricing.get('completion', 'nan')) * 1e6)
+            except (TypeError, ValueError):
+                prices = ()
+            free = bool(prices) and prices == (0.0, 0.0)
+            models.append(Model(m['id'], m.get('name', ''), float(m.get('created') or 0),
+                                int(m.get('context_length') or 0), free=free, prices=prices if prices else ()))
+        return models
+
+    def pick_for_tier(self, models, tier):
+        strategy = self.option('model_strategy')
+        if strategy == 'auto':
+            return Model('openrouter/auto', 'OpenRouter auto')
+        if strategy == 'free':
+            models = [m for m in models if m.free]
+        return super().pick_for_tier(models, tier)
+
+
+class GitHubModels(OpenAIChat):
+
+    name = 'github'
+    display_name = _('GitHub models')
+    description = _('Models hosted by GitHub, with a personal access token. GitHub has discontinued this '
+                    'service: use it only with an endpoint that still speaks its protocol.')
+    default_base_url = 'https://models.github.ai/inference'
+    tier_patterns = (('high', r'openai/gpt-\d[\d.]*'), ('medium', r'openai/gpt-\d[\d.]*-mini'),
+                     ('low', r'openai/gpt-\d[\d.]*-nano'))
+
+    def extra_headers(self):
+        return {'X-GitHub-Api-Version': '2022-11-28', 'Accept': 'application/json'}
+
+    def models_request(self):
+        req = self.request('/models')
+        root = self.base_url
+        if root.endswith('/inference'):  # the catalog lives beside the inference API
+            req.url = root[:-len('/inference')] + '/catalog/models'
+        return req
+
+    def parse_models(self, data):
+        items = data.get('data', ()) if isinstance(data, dict) else data
+        return [Model(m['id'], m.get('name', ''), 0, int((m.get('limits') or {}).get('max_input_tokens') or 0))
+                for m in items if isinstance(m, dict) and m.get('id')]
+
+
+class Grok(OpenAIChat):
+
+    name = 'grok'
+    display_name = 'xAI Grok'
+    description = _("xAI's Grok models.")
+    default_base_url = 'https://api.x.ai/v1'
+    tier_patterns = (('high', r'grok-\d[\w.-]*'), ('medium', r'grok-\d[\w.-]*-fast[\w-]*'),
+                     ('low', r'grok-\d[\w.-]*-mini[\w-]*'))
+
+    def chat_payload(self, messages, model, max_tokens):
+        payload = super().chat_payload(messages, model, max_tokens)
+        if payload.get('reasoning_effort') == 'medium':  # Grok knows only low and high
+            payload['reasoning_effort'] = 'high'
+        return payload
+

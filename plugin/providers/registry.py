@@ -1,0 +1,38 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""Book AI's own provider registry.
+
+One calibre plugin zip can register only one calibre plugin, so the providers
+are not calibre plugins: they are listed here and imported only when used, so
+that an unused provider costs nothing.
+"""
+
+import importlib
+
+# name: (module in this package, class)
+PROVIDERS = {
+    'openai': ('openai_responses', 'OpenAI'),
+    'anthropic': ('anthropic', 'Anthropic'),
+    'gemini': ('gemini', 'GoogleGemini'),
+    'openrouter': ('openai_chat', 'OpenRouter'),
+    'ollama': ('ollama', 'Ollama'),
+    'lmstudio': ('openai_chat', 'LMStudio'),
+    'github': ('openai_chat', 'GitHubModels'),
+    'grok': ('openai_chat', 'Grok'),
+    'openai_compatible': ('openai_chat', 'OpenAICompatible'),
+}
+
+
+def provider_class(name):
+    try:
+        module, cls = PROVIDERS[name]
+    except KeyError:
+        raise KeyError(f'no provider named {name!r}; known: {", ".join(PROVIDERS)}') from None
+    return getattr(importlib.import_module(f'calibre_plugins.bookai.providers.{module}'), cls)
+
+
+def provider_classes():
+    return [provider_class(name) for name in PROVIDERS]
+
+
+def get_provider(name, **kw):
+    return provider_class(name)(**kw)
