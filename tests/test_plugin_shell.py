@@ -98,3 +98,18 @@ def test_every_module_with_strings_loads_its_translations():
                       and getattr(n.value.func, 'id', None) == 'load_translations']
             assert at_top, f'{path.relative_to(PROJECT)} uses _() without load_translations() at module level'
     assert checked
+
+
+def test_nothing_rebinds_the_translation_function():
+    """`for _ in ...` or `a, _ = ...` would make the next _('...') in that scope crash."""
+    for path in (PROJECT / 'plugin').rglob('*.py'):
+        for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+            targets = []
+            if isinstance(node, (ast.For, ast.comprehension)):
+                targets = [node.target]
+            elif isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
+                targets = [node.target]
+            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            assert '_' not in names, f'{path.relative_to(PROJECT)}:{node.lineno} rebinds _'

@@ -111,7 +111,7 @@ class NotConfigured(ProviderError):
     pass
 
 
-CONTEXT_HINTS = ('context length', 'context_length', 'context window', 'maximum context', 'too long',
+CONTEXT_HINTS = ('context length', 'context_length', 'context window', 'context size', 'maximum context', 'too long',
                  'exceed_context_size', 'exceeds the context', 'too many tokens', 'prompt is too long',
                  'input length', 'reduce the length')
 CREDIT_HINTS = ('insufficient_quota', 'quota', 'credit', 'billing', 'balance', 'payment')

@@ -189,7 +189,7 @@ class Transport:
 
     def _open_following_redirects(self, request, timeouts, cancel, provider):
         url = request.url
-        for _ in range(MAX_REDIRECTS + 1):
+        for hop in range(MAX_REDIRECTS + 1):
             response = self._open_once(request, url, timeouts, cancel, provider)
             if response.status not in (301, 302, 303, 307, 308):
                 return response

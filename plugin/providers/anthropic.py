@@ -108,8 +108,12 @@ class Anthropic(AIProviderPlugin):
                 state.finished = True
             elif kind == 'error':
                 raise self.error_of(data.get('error') or {}, state.model)
-        state.usage = Usage(usage.get('input_tokens'), usage.get('output_tokens'), None,
-                            usage.get('cache_read_input_tokens'))
+        # Anthropic counts the prompt in three parts: fresh, read from its cache, written to it
+        prompt = None
+        if 'input_tokens' in usage:
+            prompt = sum(usage.get(k) or 0 for k in ('input_tokens', 'cache_read_input_tokens',
+                                                    'cache_creation_input_tokens'))
+        state.usage = Usage(prompt, usage.get('output_tokens'), None, usage.get('cache_read_input_tokens'))
         state.reasoning_details = [{'type': 'thinking', 'thinking': b.get('thinking', ''),
                                     'signature': b['signature']}
                                    for i, b in sorted(blocks.items()) if b.get('type') == 'thinking'

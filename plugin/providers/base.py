@@ -288,8 +288,8 @@ class AIProviderPlugin:
             err = err[0].get('error', err[0]) if isinstance(err[0], dict) else err[0]
         if isinstance(err, dict):
             message = err.get('message') or err.get('detail') or err.get('error') or ''
-            code = err.get('code') or err.get('type') or err.get('status') or ''
-            return str(message), str(code)
+            code = ' '.join(str(err[k]) for k in ('code', 'type', 'status') if err.get(k))
+            return str(message), code
         return str(err), ''
 
     # }}}

@@ -1,0 +1,83 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""A scripted HTTP server on loopback, for the edge cases no real peer produces on
+demand: 429 with Retry-After, redirects, stalls, HTML error pages.
+
+Each request gets the next scripted reply; the server records what it received.
+"""
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Reply:
+
+    def __init__(self, status=200, body=b'', headers=(), chunks=None, stall_after=None, chunk_delay=0):
+        self.status, self.body, self.headers = status, body, list(headers)
+        self.chunks = chunks            # send these one by one (chunked), instead of body
+        self.stall_after = stall_after  # stop sending after this many chunks, keep the connection open
+        self.chunk_delay = chunk_delay
+
+
+class ScriptedServer:
+
+    def __init__(self, replies, host='127.0.0.1'):
+        self.replies = list(replies)
+        self.received = []
+        self.release = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = 'HTTP/1.1'
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                self.respond()
+
+            def do_POST(self):
+                self.respond()
+
+            def respond(self):
+                length = int(self.headers.get('Content-Length') or 0)
+                body = self.rfile.read(length) if length else b''
+                server.received.append({'path': self.path, 'headers': dict(self.headers), 'body': body})
+                reply = server.replies.pop(0) if server.replies else Reply(500, b'no more scripted replies')
+                self.send_response(reply.status)
+                for k, v in reply.headers:
+                    self.send_header(k, v)
+                if reply.chunks is None:
+                    self.send_header('Content-Length', str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                    return
+                self.send_header('Transfer-Encoding', 'chunked')
+                self.end_headers()
+                for i, chunk in enumerate(reply.chunks):
+                    if reply.stall_after is not None and i >= reply.stall_after:
+                        server.release.wait(30)  # bounded: the test ends it sooner
+                        return
+                    self.wfile.write(b'%x\r\n%s\r\n' % (len(chunk), chunk))
+                    self.wfile.flush()
+                    time.sleep(reply.chunk_delay)
+                self.wfile.write(b'0\r\n\r\n')
+
+        self.httpd = ThreadingHTTPServer((host, 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f'http://{host}:{self.httpd.server_address[1]}'
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *a):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def sse(*payloads):
+    """SSE bytes for JSON strings (or [DONE])."""
+    return [f'data: {p}\n\n'.encode() for p in payloads]

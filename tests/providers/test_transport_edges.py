@@ -1,0 +1,131 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""What the transport does where real peers cannot be made to misbehave on demand."""
+
+import json
+
+import pytest
+
+from calibre_plugins.bookai.core import errors
+from calibre_plugins.bookai.core.messages import Answer, Done, Failed, Message, Role
+from calibre_plugins.bookai.providers.registry import get_provider
+from scripted_server import Reply, ScriptedServer, sse
+
+KEY = 'sk-test-secret-key-0123456789'
+QUESTION = [Message(Role.USER, 'Hello?')]
+
+
+def chat_stream(text='Hi there'):
+    words = text.split(' ')
+    chunks = [json.dumps({'model': 'm', 'choices': [{'delta': {'content': (' ' if i else '') + w}}]})
+              for i, w in enumerate(words)]
+    chunks.append(json.dumps({'model': 'm', 'choices': [{'delta': {}, 'finish_reason': 'stop'}],
+                              'usage': {'prompt_tokens': 3, 'completion_tokens': 2}}))
+    return sse(*chunks, '[DONE]')
+
+
+def provider(url, **settings):
+    s = {'base_url': url + '/v1', 'model': 'm', 'api_key': KEY}
+    s.update(settings)
+    return get_provider('openai_compatible', settings=s)
+
+
+def ask(p):
+    answer = Answer()
+    for chunk in p.text_chat(QUESTION):
+        answer.add(chunk)
+    return answer
+
+
+def test_429_with_retry_after_is_waited_for_then_answered():
+    replies = [Reply(429, b'{"error": {"message": "slow down"}}', [('Retry-After', '1')]),
+               Reply(200, chunks=chat_stream(), headers=[('Content-Type', 'text/event-stream')])]
+    with ScriptedServer(replies) as server:
+        answer = ask(provider(server.url))
+    assert answer.failed is None and answer.text == 'Hi there'
+    assert len(server.received) == 2
+
+
+def test_a_long_retry_after_is_reported_not_waited_for():
+    with ScriptedServer([Reply(429, b'{"error": {"message": "come back tomorrow"}}', [('Retry-After', '86400')])]) as s:
+        answer = ask(provider(s.url))
+    assert isinstance(answer.failed.error, errors.RateLimited)
+    assert answer.failed.error.retry_after == 86400 and 'come back tomorrow' in answer.failed.message
+    assert len(s.received) == 1
+
+
+def test_503_retries_are_bounded():
+    replies = [Reply(503, b'busy', [('Retry-After', '0')]) for _ in range(5)]
+    with ScriptedServer(replies) as s:
+        answer = ask(provider(s.url))
+    assert isinstance(answer.failed.error, errors.ServiceUnavailable)
+    assert len(s.received) == 3  # the first try and two retries
+
+
+def test_a_redirect_to_another_host_is_refused():
+    with ScriptedServer([], host='127.0.0.2') as elsewhere:
+        with ScriptedServer([Reply(307, headers=[('Location', elsewhere.url + '/v1/chat/completions')])]) as s:
+            answer = ask(provider(s.url))
+    assert isinstance(answer.failed.error, errors.RedirectRefused)
+    assert elsewhere.received == []  # the key never went there
+
+
+def test_a_redirect_on_the_same_host_is_followed():
+    with ScriptedServer([]) as s:
+        s.replies[:] = [Reply(308, headers=[('Location', s.url + '/v2/chat/completions')]),
+                        Reply(200, chunks=chat_stream('moved fine'))]
+        answer = ask(provider(s.url))
+    assert answer.text == 'moved fine'
+    assert [r['path'] for r in s.received] == ['/v1/chat/completions', '/v2/chat/completions']
+
+
+def test_the_key_never_appears_in_an_error():
+    echo = json.dumps({'error': {'message': f'Bad header Authorization: Bearer {KEY}'}}).encode()
+    with ScriptedServer([Reply(400, echo)]) as s:
+        answer = ask(provider(s.url))
+    text = answer.failed.message + answer.failed.error.details + repr(answer.failed.error.__dict__)
+    assert KEY not in text and errors.REDACTED in text
+
+
+def test_a_stalled_stream_times_out_in_words():
+    with ScriptedServer([Reply(200, chunks=chat_stream('a b c d'), stall_after=2)]) as s:
+        answer = ask(provider(s.url, read_timeout=1.0))
+    assert answer.text == 'a b'  # what arrived is kept
+    assert isinstance(answer.failed.error, errors.TimedOut)
+    assert '1 seconds' in answer.failed.message
+
+
+def test_an_html_error_page_becomes_a_sentence():
+    page = b'<html><head><style>p{}</style></head><body><h1>502 Bad Gateway</h1><p>nginx</p></body></html>'
+    with ScriptedServer([Reply(502, page, [('Content-Type', 'text/html')])]) as s:
+        answer = ask(provider(s.url))
+    assert isinstance(answer.failed.error, errors.ServiceUnavailable)
+    assert '502 Bad Gateway nginx' in answer.failed.message and '<h1>' not in answer.failed.message
+
+
+def test_a_stream_that_ends_early_is_not_an_answer():
+    with ScriptedServer([Reply(200, chunks=chat_stream('cut here')[:1])]) as s:
+        answer = ask(provider(s.url))
+    assert answer.text == 'cut'
+    assert isinstance(answer.failed.error, errors.ConnectionLost)
+
+
+def test_malformed_json_in_a_stream_is_a_protocol_error():
+    with ScriptedServer([Reply(200, chunks=sse('{"choices": [', '[DONE]'))]) as s:
+        answer = ask(provider(s.url))
+    assert isinstance(answer.failed.error, errors.ProtocolError)
+
+
+@pytest.mark.parametrize('name', ['openai', 'anthropic', 'gemini', 'openrouter', 'github', 'grok'])
+def test_a_missing_key_is_said_before_anything_is_sent(name):
+    chunks = list(get_provider(name, settings={'api_key': ''}).text_chat(QUESTION))
+    assert len(chunks) == 1 and isinstance(chunks[0].error, errors.MissingKey)
+    assert 'API key' in chunks[0].message
+
+
+def test_unused_ok_done_has_usage():
+    with ScriptedServer([Reply(200, chunks=chat_stream('x y'))]) as s:
+        chunks = list(provider(s.url).text_chat(QUESTION))
+    done = chunks[-1]
+    assert isinstance(done, Done) and not any(isinstance(c, Failed) for c in chunks)
+    assert done.usage.input_tokens == 3 and done.usage.output_tokens == 2
+    assert done.usage.cost is None  # a local server's price is unknown, not zero
