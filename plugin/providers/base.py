@@ -164,6 +164,12 @@ class AIProviderPlugin:
 
     @classmethod
     def all_options(cls):
+        if '_all_options' not in cls.__dict__:  # built once per class: option() is called per request
+            cls._all_options = cls._build_options()
+        return cls._all_options
+
+    @classmethod
+    def _build_options(cls):
         base = common_options(cls.default_read_timeout)
         url = (Option('base_url', _('Address (API root)'), 'url', cls.default_base_url,
                       help=_('A local server, a proxy or a gateway that speaks this API')),)
@@ -173,10 +179,9 @@ class AIProviderPlugin:
 
     @classmethod
     def option_named(cls, name):
-        for o in cls.all_options():
-            if o.name == name:
-                return o
-        raise KeyError(name)
+        if '_options_by_name' not in cls.__dict__:
+            cls._options_by_name = {o.name: o for o in cls.all_options()}
+        return cls._options_by_name[name]
 
     @property
     def settings(self):

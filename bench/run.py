@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+# License: GPLv3 Copyright: the Book AI developers
+"""Run a benchmark inside a calibre host, with the plugin installed in a throwaway config.
+
+    sudo python3 bench/run.py first_token            (host bookworm by default)
+    sudo python3 bench/run.py stream_memory --host noai
+
+Benchmarks that need calibre's runtime (the providers) run under calibre-debug
+there, in the host's own network namespace with only loopback, starting the
+peers they need themselves. Each prints ratios against a baseline measured in
+the same run, never absolute pass/fail times.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / 'dev'))
+import hosts  # noqa: E402
+
+SCRIPT = '''
+set -e
+export CALIBRE_CONFIG_DIRECTORY="$(mktemp -d)" CALIBRE_CACHE_DIRECTORY="$(mktemp -d)"
+stage="$(mktemp -d)"
+python3 build.py stage --out "$stage" >/dev/null
+calibre-customize -b "$stage" >/dev/null
+exec calibre-debug -e "bench/$1.py"
+'''
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('bench', choices=['first_token', 'stream_memory'])
+    ap.add_argument('--host', default='bookworm', choices=list(hosts.HOSTS))
+    a = ap.parse_args()
+    return hosts.run(a.host, ['sh', '-c', SCRIPT, 'sh', a.bench], check=False, isolated=True).returncode
+
+
+if __name__ == '__main__':
+    sys.exit(main())
