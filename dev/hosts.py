@@ -63,7 +63,7 @@ path-include=/usr/share/locale/locale.alias
 '''
 
 # What the machine itself needs to make and enter the hosts.
-MACHINE_PACKAGES = ('debootstrap', 'iproute2')
+MACHINE_PACKAGES = ('debootstrap', 'iproute2', 'cmake', 'g++')  # and Node.js with npm (dev/peers.py)
 
 # Variables passed from the caller into a host; everything else is cleared.
 PASS_ENV_PREFIXES = ('BOOKAI_', 'CALIBRE_', 'QT_', 'CI')

