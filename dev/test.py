@@ -42,6 +42,7 @@ def run_host(host, pytest_args, allow_skips):
     env = {
         'BOOKAI_HOST': host,
         'CALIBRE_CONFIG_DIRECTORY': str(scratch / 'calibre-config'),
+        'CALIBRE_CACHE_DIRECTORY': str(scratch / 'calibre-cache'),
         'TMPDIR': str(scratch),
     }
     if not allow_skips:

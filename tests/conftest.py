@@ -17,10 +17,11 @@ HOST = os.environ.get('BOOKAI_HOST', 'unknown')
 
 def pytest_configure(config):
     cfg = os.environ.get('CALIBRE_CONFIG_DIRECTORY')
-    if not cfg or Path(cfg).resolve() == Path.home().joinpath('.config', 'calibre').resolve():
+    if not cfg or not os.environ.get('CALIBRE_CACHE_DIRECTORY') or (
+            Path(cfg).resolve() == Path.home().joinpath('.config', 'calibre').resolve()):
         raise pytest.UsageError(
             'Run the tests through dev/test.py: they need calibre\'s runtime and a throwaway '
-            'CALIBRE_CONFIG_DIRECTORY, never your own calibre settings.')
+            'CALIBRE_CONFIG_DIRECTORY and CALIBRE_CACHE_DIRECTORY, never your own calibre settings.')
     install_plugin_in_this_process(Path(cfg))
 
 

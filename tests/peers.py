@@ -429,13 +429,13 @@ class AiMock(_Peer):
         except OSError:
             return False
 
-    def _control(self, method, path, body=None, **query):
+    def _control(self, method, endpoint, body=None, **query):
         from urllib.parse import urlencode
-        url = f'{self.base_url}/__aimock/{path}' + (f'?{urlencode(query)}' if query else '')
+        url = f'{self.base_url}/__aimock/{endpoint}' + (f'?{urlencode(query)}' if query else '')
         headers = {'Authorization': f'Bearer {self.api_keys[0]}'} if self.api_keys else {}
         status, _, data = http(method, url, body, headers)
         if status != 200:
-            raise RuntimeError(f'aimock {method} /__aimock/{path}: {status} {data[:500]!r}')
+            raise RuntimeError(f'aimock {method} /__aimock/{endpoint}: {status} {data[:500]!r}')
         return json.loads(data)
 
     def add_fixtures(self, fixtures):

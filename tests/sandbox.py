@@ -65,8 +65,9 @@ class Sandbox:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.config = self.root / 'config'
+        self.cache = self.root / 'cache'
         self.runtime = self.root / 'runtime'
-        for d in (self.config, self.runtime):
+        for d in (self.config, self.cache, self.runtime):
             d.mkdir(parents=True, exist_ok=True)
         self.runtime.chmod(0o700)
 
@@ -74,6 +75,7 @@ class Sandbox:
         env = dict(os.environ)
         env.update({
             'CALIBRE_CONFIG_DIRECTORY': str(self.config),
+            'CALIBRE_CACHE_DIRECTORY': str(self.cache),
             'XDG_RUNTIME_DIR': str(self.runtime),
             'QT_QPA_PLATFORM': 'offscreen',
             'QTWEBENGINE_DISABLE_SANDBOX': '1',

@@ -124,7 +124,7 @@ def error_for_status(status, provider, message='', code='', model='', url='', de
     if status in (401, 403):
         return AuthenticationFailed(_('{provider} refused the API key (HTTP {status}). Check the key in '
                                       'the settings.').format(provider=provider, status=status), **kw)
-    if status == 402 or (status == 429 and any(h in said for h in CREDIT_HINTS)):
+    if status == 402 or (status in (400, 429) and any(h in said for h in CREDIT_HINTS)):
         return NoCredit(_('Your {provider} account has no credit left, or its quota is used up.').format(
             provider=provider), **kw)
     if status == 429:

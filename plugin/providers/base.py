@@ -348,13 +348,23 @@ class AIProviderPlugin:
 
     def events(self, response):
         decoder = NDJSONDecoder() if self.stream_format == 'ndjson' else SSEDecoder()
+        first_bytes, any_event = b'', False
         try:
             for data in response.chunks():
-                yield from decoder.feed(data)
-            yield from decoder.close()
+                if len(first_bytes) < 300:
+                    first_bytes += data[:300]
+                for event in decoder.feed(data):
+                    any_event = True
+                    yield event
+            for event in decoder.close():
+                any_event = True
+                yield event
         except ValueError as e:
             raise ProtocolError(_('{provider} sent something that is not a valid answer stream.').format(
                 provider=self.display_name), details=str(e)) from None
+        if first_bytes and not any_event:
+            raise ProtocolError(_('{provider} sent something that is not a valid answer stream.').format(
+                provider=self.display_name), details=self.scrub(first_bytes.decode('utf-8', 'replace')))
 
     @staticmethod
     def json_of(event, provider):

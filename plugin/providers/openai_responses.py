@@ -40,6 +40,7 @@ class OpenAI(AIProviderPlugin):
         return self.request('/responses', payload)
 
     def read_stream(self, events, state):
+        summary_parts = 0
         for event in events:
             data = self.json_of(event, self.display_name)
             kind = data.get('type') or event.event
@@ -47,8 +48,10 @@ class OpenAI(AIProviderPlugin):
                 yield TextDelta(data.get('delta', ''))
             elif kind in ('response.reasoning_summary_text.delta', 'response.reasoning_text.delta'):
                 yield ReasoningDelta(data.get('delta', ''))
-            elif kind == 'response.reasoning_summary_part.done':
-                yield ReasoningDelta('\n\n')
+            elif kind == 'response.reasoning_summary_part.added':
+                if summary_parts:  # a blank line between the parts of a summary
+                    yield ReasoningDelta('\n\n')
+                summary_parts += 1
             elif kind == 'response.output_text.annotation.added':
                 a = data.get('annotation') or {}
                 if a.get('type') == 'url_citation' and a.get('url'):
