@@ -217,17 +217,17 @@ class Transport:
         headers.update(request.headers)
         if parts.scheme == 'https':
             if proxy is None:
-                conn = http.client.HTTPSConnection(parts.hostname, port, timeout=timeouts.connect,
+                conn = HTTPSConnection(parts.hostname, port, timeout=timeouts.connect,
                                                    context=self.tls_context)
             else:
-                conn = http.client.HTTPSConnection(proxy.hostname, proxy.port or 80, timeout=timeouts.connect,
+                conn = HTTPSConnection(proxy.hostname, proxy.port or 80, timeout=timeouts.connect,
                                                    context=self.tls_context)
                 conn.set_tunnel(parts.hostname, port, headers=proxy_auth(proxy))
         else:
             if proxy is None:
-                conn = http.client.HTTPConnection(parts.hostname, port, timeout=timeouts.connect)
+                conn = HTTPConnection(parts.hostname, port, timeout=timeouts.connect)
             else:
-                conn = http.client.HTTPConnection(proxy.hostname, proxy.port or 80, timeout=timeouts.connect)
+                conn = HTTPConnection(proxy.hostname, proxy.port or 80, timeout=timeouts.connect)
                 target = url
                 headers.update(proxy_auth(proxy))
         if cancel.cancelled:
@@ -251,6 +251,27 @@ class Transport:
             raise HTTPError(resp.status, redact(body.decode('utf-8', 'replace'), request.secrets),
                             {k: v for k, v in resp.getheaders()}, shown_url)
         return response
+
+
+class OneWrite:
+    """http.client writes a request's headers and its body apart: two writes, so two TCP
+    segments the server waits for. A JSON body is small: send it with the headers."""
+
+    def _send_output(self, message_body=None, encode_chunked=False):
+        if not isinstance(message_body, bytes) or encode_chunked:
+            return super()._send_output(message_body, encode_chunked)
+        self._buffer.extend((b'', b''))
+        head = b'\r\n'.join(self._buffer)
+        del self._buffer[:]
+        self.send(head + message_body)
+
+
+class HTTPConnection(OneWrite, http.client.HTTPConnection):
+    pass
+
+
+class HTTPSConnection(OneWrite, http.client.HTTPSConnection):
+    pass
 
 
 def proxy_auth(proxy):

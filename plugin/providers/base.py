@@ -21,6 +21,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from enum import Flag, auto
+from functools import cached_property
 
 from calibre_plugins.bookai.core.errors import (
     ConnectionLost, MissingKey, NotConfigured, ProtocolError, ProviderError,
@@ -220,15 +221,18 @@ class AIProviderPlugin:
             self._transport = shared_transport()
         return self._transport
 
-    @property
+    # An instance's settings are fixed for its life (the settings dialog makes new ones),
+    # so what is derived from them is computed once, not for every request.
+
+    @cached_property
     def api_key(self):
         return self.option('api_key') if (self.needs_key or self.key_optional) else ''
 
-    @property
+    @cached_property
     def base_url(self):
         return (self.option('base_url') or self.default_base_url).rstrip('/')
 
-    @property
+    @cached_property
     def timeouts(self):
         return Timeouts(connect=float(self.option('connect_timeout')), read=float(self.option('read_timeout')))
 
@@ -256,11 +260,15 @@ class AIProviderPlugin:
     def extra_headers(self):
         return {}
 
-    def headers(self):
+    @cached_property
+    def _headers(self):
         h = {'Content-Type': 'application/json'}
         h.update(self.auth_headers())
         h.update(self.extra_headers())
         return h
+
+    def headers(self):
+        return dict(self._headers)
 
     def request(self, path, payload=None, method=None):
         """A request to base_url + path, with this provider's headers and its secrets marked."""

@@ -3,6 +3,8 @@
 any OpenAI-compatible server (with presets for the common ones), LM Studio,
 OpenRouter, GitHub models and xAI's Grok."""
 
+from functools import cached_property
+
 from calibre_plugins.bookai.core.errors import ResultBlocked
 from calibre_plugins.bookai.core.messages import Cost, ReasoningDelta, Role, TextDelta, Usage
 from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, Model, Option, parse_headers
@@ -134,7 +136,7 @@ class OpenAICompatible(OpenAIChat):
         Option('temperature', _('Temperature (-1 for the server\'s default)'), 'float', -1.0),
     )
 
-    @property
+    @cached_property
     def base_url(self):
         url = (self.option('base_url') or preset_url(self.option('preset'))).rstrip('/')
         if url and url.count('/') == 2:  # an address with no path: the API lives under /v1
