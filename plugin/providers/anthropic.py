@@ -3,7 +3,7 @@
 
 from calibre_plugins.bookai.core.errors import ResultBlocked, error_for_status
 from calibre_plugins.bookai.core.messages import ReasoningDelta, Role, TextDelta, Usage, WebLink
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, Model, Option
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, Model, Option, timestamp_of
 
 load_translations()
 
@@ -130,14 +130,5 @@ class Anthropic(AIProviderPlugin):
         return self.request('/models?limit=1000')
 
     def parse_models(self, data):
-        models = []
-        for m in data.get('data', ()):
-            created = 0.0
-            if stamp := m.get('created_at'):
-                from datetime import datetime
-                try:
-                    created = datetime.fromisoformat(stamp.replace('Z', '+00:00')).timestamp()
-                except ValueError:
-                    pass
-            models.append(Model(m['id'], m.get('display_name', ''), created, reasoning=True))
-        return models
+        return [Model(m['id'], m.get('display_name', ''), timestamp_of(m.get('created_at')), reasoning=True)
+                for m in data.get('data', ()) if m.get('id')]

@@ -127,6 +127,19 @@ class Model:
         return self.name or self.id
 
 
+def timestamp_of(stamp):
+    """Seconds since 1970 for an ISO 8601 time ('2025-09-29T10:00:00.123456789Z'), 0 if unreadable."""
+    if not stamp:
+        return 0.0
+    import re
+    from datetime import datetime
+    stamp = re.sub(r'(\.\d{6})\d+', r'\1', stamp).replace('Z', '+00:00')  # at most microseconds
+    try:
+        return datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return 0.0
+
+
 @dataclass
 class StreamState:
     """What a provider learns while reading a stream, besides the text."""

@@ -1,12 +1,11 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Ollama, on this computer or on one you run it on."""
 
-import re
-from datetime import datetime
-
 from calibre_plugins.bookai.core.errors import error_for_status
 from calibre_plugins.bookai.core.messages import ReasoningDelta, Role, TextDelta, Usage
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, Model, Option, parse_headers
+from calibre_plugins.bookai.providers.base import (
+    AIProviderPlugin, Capability, Model, Option, parse_headers, timestamp_of,
+)
 
 load_translations()
 
@@ -76,14 +75,5 @@ class Ollama(AIProviderPlugin):
         return self.request('/api/tags')
 
     def parse_models(self, data):
-        models = []
-        for m in data.get('models', ()):
-            created = 0.0
-            if stamp := m.get('modified_at'):
-                try:  # Ollama gives nanoseconds; Python reads at most microseconds
-                    created = datetime.fromisoformat(
-                        re.sub(r'(\.\d{6})\d+', r'\1', stamp).replace('Z', '+00:00')).timestamp()
-                except ValueError:
-                    pass
-            models.append(Model(m.get('model') or m.get('name'), m.get('name', ''), created))
-        return models
+        return [Model(m.get('model') or m['name'], m.get('name', ''), timestamp_of(m.get('modified_at')))
+                for m in data.get('models', ()) if m.get('model') or m.get('name')]

@@ -111,3 +111,10 @@ def test_the_model_list_is_cached_for_a_day(monkeypatch):
         assert len(server.received) == 2  # a day later it is fetched again
     import os
     assert p.models_cache_path().startswith(os.environ['CALIBRE_CACHE_DIRECTORY'])
+
+
+def test_service_timestamps_are_read_with_any_precision():
+    from calibre_plugins.bookai.providers.base import timestamp_of
+    assert timestamp_of('2025-09-29T00:00:00Z') == 1759104000.0
+    assert timestamp_of('2025-09-29T00:00:00.123456789-00:00') == 1759104000.123456  # Ollama's nanoseconds
+    assert timestamp_of('') == timestamp_of('not a time') == 0.0

@@ -8,25 +8,13 @@ set, a screenshot of the window there. A watchdog ends a run that hangs (a
 modal error dialog, say) and says so in the report.
 """
 
-import json
 import os
 import sys
-import threading
 
-OUT = os.environ['BOOKAI_PROBE_OUT']
-SCREENSHOT = os.environ.get('BOOKAI_PROBE_SCREENSHOT')
-report = {'started': False, 'probed': False, 'timeout': False}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import Report  # noqa: E402
 
-
-def write_report():
-    with open(OUT, 'w') as f:
-        json.dump(report, f, indent=2)
-
-
-def on_timeout():
-    report['timeout'] = True
-    write_report()
-    os._exit(3)
+report = Report(started=False, probed=False)
 
 
 def icon_variant(ac):
@@ -76,9 +64,9 @@ def probe(gui):
     report['layout'] = {k: [x for x in (gprefs.get('action-layout-' + k) or ())]
                         for k in ('toolbar', 'context-menu')}
     report['book_ai'] = describe_action(gui, 'Book AI')
-    if SCREENSHOT:
-        report['screenshot'] = gui.grab().save(SCREENSHOT)
-    write_report()
+    if report.screenshot:
+        report['screenshot'] = gui.grab().save(report.screenshot)
+    report.write()
     gui.quit(confirm_quit=False)
 
 
@@ -91,9 +79,7 @@ def no_usb_scan():
 
 def main(library):
     no_usb_scan()
-    timer = threading.Timer(float(os.environ.get('BOOKAI_PROBE_TIMEOUT', '120')), on_timeout)
-    timer.daemon = True
-    timer.start()
+    report.start()
     from calibre.utils.config import dynamic
     dynamic.set('welcome_wizard_was_run', True)
     from qt.core import QTimer
@@ -109,10 +95,7 @@ def main(library):
         return ans
 
     Main.initialize = initialize
-    ret = gui_main.main(['calibre', '--with-library', library])
-    report['exit_code'] = ret
-    write_report()
-    timer.cancel()
+    report.finish(gui_main.main(['calibre', '--with-library', library]))
 
 
 main(sys.argv[-1])

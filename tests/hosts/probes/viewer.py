@@ -7,40 +7,26 @@ Writes a JSON report to $BOOKAI_PROBE_OUT and, if $BOOKAI_PROBE_SCREENSHOT is
 set, a screenshot once the book's first page has rendered.
 """
 
-import json
 import os
 import sys
-import threading
 
-OUT = os.environ['BOOKAI_PROBE_OUT']
-SCREENSHOT = os.environ.get('BOOKAI_PROBE_SCREENSHOT')
-report = {'loaded': None, 'rendered': False, 'timeout': False}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import Report  # noqa: E402
 
-
-def write_report():
-    with open(OUT, 'w') as f:
-        json.dump(report, f, indent=2)
-
-
-def on_timeout():
-    report['timeout'] = True
-    write_report()
-    os._exit(3)
+report = Report(loaded=None, rendered=False)
 
 
 def main(book):
-    timer = threading.Timer(float(os.environ.get('BOOKAI_PROBE_TIMEOUT', '120')), on_timeout)
-    timer.daemon = True
-    timer.start()
+    report.start()
     from qt.core import QTimer
     from calibre.gui2.viewer import main as viewer_main
     from calibre.gui2.viewer.ui import EbookViewer
     original = EbookViewer.load_finished
 
     def finish(viewer):
-        if SCREENSHOT:
-            report['screenshot'] = viewer.grab().save(SCREENSHOT)
-        write_report()
+        if report.screenshot:
+            report['screenshot'] = viewer.grab().save(report.screenshot)
+        report.write()
         viewer.close()
 
     def rendered(viewer, *args):
@@ -54,15 +40,12 @@ def main(book):
         self.web_view.content_file_changed.connect(lambda *a: rendered(self, *a))
         ans = original(self, ok, data)
         if not ok:
-            write_report()
+            report.write()
             self.close()
         return ans
 
     EbookViewer.load_finished = load_finished
-    ret = viewer_main.main(['ebook-viewer', book])
-    report['exit_code'] = ret
-    write_report()
-    timer.cancel()
+    report.finish(viewer_main.main(['ebook-viewer', book]))
 
 
 main(sys.argv[-1])
