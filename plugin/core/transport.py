@@ -11,6 +11,14 @@
   that honours Retry-After, then the error;
 - redirects only within the same scheme, host and port: a key is never sent to
   another host;
+- connections kept for the next request once an answer was read to its end, as
+  the SDKs' HTTP clients do (a follow-up question saves the TCP and TLS
+  handshakes). A kept connection is checked before use (one the server closed
+  is dropped, never written to). If a kept connection turns out closed anyway
+  (the server dropped it just then, before answering a single byte), the
+  request goes once more on a new connection, as the official SDKs do; any
+  other failure after sending is reported, never sent again, so a question is
+  not paid for twice. Stop and errors close connections;
 - every error is a typed ProviderError whose text holds no secret.
 
 It uses http.client rather than urllib so that it owns the socket: that is what
@@ -19,6 +27,7 @@ makes the two timeouts and an immediate Stop possible.
 
 import email.utils
 import http.client
+import select
 import socket
 import ssl
 import threading
@@ -34,6 +43,8 @@ load_translations()
 
 READ_SIZE = 64 * 1024
 MAX_ERROR_BODY = 256 * 1024
+MAX_DRAIN = 64 * 1024   # after the last event: more than this left unread and the connection is closed
+IDLE_SECONDS = 30       # a kept connection idle longer than this is closed rather than reused
 MAX_REDIRECTS = 3
 RETRY_STATUSES = (429, 503, 529)
 
@@ -63,6 +74,15 @@ class RetryPolicy:
 
 class Cancelled(Exception):
     pass
+
+
+class SendFailed(Exception):
+    """A kept connection was found closed before any answer: the request may go again, once,
+    on a new connection."""
+
+
+# the server closed the connection without sending even a status line
+NO_ANSWER_AT_ALL = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
 class CancelToken:
@@ -130,6 +150,18 @@ def parse_retry_after(value):
     return max(0.0, when.timestamp() - time.time())
 
 
+def still_open(sock):
+    """An idle HTTP connection has nothing to read: readable means the server closed it
+    (or sent something it should not have). Either way it is not to be used."""
+    if sock is None:
+        return False
+    try:
+        readable, _w, _x = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
+
+
 def is_local(host):
     host = (host or '').strip('[]').lower()
     return host in ('localhost', '::1') or host.startswith('127.') or host.endswith('.localhost')
@@ -148,6 +180,26 @@ class Transport:
         self.proxies = dict(proxies or {})
         self.user_agent = user_agent
         self._tls = None
+        self._idle = {}  # (scheme, host, port, proxy): (connection, when it became idle)
+        self._idle_lock = threading.Lock()
+
+    def take_kept(self, key):
+        """A kept connection for key that is still usable, or None."""
+        with self._idle_lock:
+            conn, since = self._idle.pop(key, (None, 0))
+        if conn is None:
+            return None
+        if time.monotonic() - since > IDLE_SECONDS or not still_open(conn.sock):
+            conn.close()
+            return None
+        return conn
+
+    def keep(self, key, conn):
+        with self._idle_lock:
+            old, _since = self._idle.pop(key, (None, 0))
+            self._idle[key] = (conn, time.monotonic())
+        if old is not None:
+            old.close()
 
     @property
     def tls_context(self):
@@ -215,6 +267,17 @@ class Transport:
             target += '?' + parts.query
         headers = {'User-Agent': self.user_agent, 'Accept-Encoding': 'identity'}
         headers.update(request.headers)
+        if proxy is not None and parts.scheme == 'http':  # plain HTTP through a proxy: the full URL
+            target = url
+            headers.update(proxy_auth(proxy))
+        key = (parts.scheme, parts.hostname, port, proxy.geturl() if proxy else '')
+        conn = self.take_kept(key)
+        if conn is not None:
+            try:
+                return self._send(conn, request, target, headers, key, timeouts, cancel, provider, shown_url,
+                                  reused=True)
+            except SendFailed:
+                pass  # the kept connection could not take the request: nothing was sent, so a new one
         if parts.scheme == 'https':
             if proxy is None:
                 conn = HTTPSConnection(parts.hostname, port, timeout=timeouts.connect,
@@ -228,24 +291,35 @@ class Transport:
                 conn = HTTPConnection(parts.hostname, port, timeout=timeouts.connect)
             else:
                 conn = HTTPConnection(proxy.hostname, proxy.port or 80, timeout=timeouts.connect)
-                target = url
-                headers.update(proxy_auth(proxy))
         if cancel.cancelled:
             raise Cancelled()
         try:
             conn.connect()
+        except Exception as e:
+            conn.close()
+            if cancel.cancelled:
+                raise Cancelled() from None
+            raise network_error(e, provider, shown_url, timeouts, request.secrets, False) from None
+        return self._send(conn, request, target, headers, key, timeouts, cancel, provider, shown_url)
+
+    def _send(self, conn, request, target, headers, key, timeouts, cancel, provider, shown_url, reused=False):
+        sent = False
+        try:
             cancel.attach(conn.sock)
             conn.sock.settimeout(timeouts.read)
             conn.request(request.method, target, body=request.body, headers=headers)
+            sent = True
             resp = conn.getresponse()
         except Exception as e:
-            connected = conn.sock is not None
             cancel.detach()
             conn.close()
             if cancel.cancelled:
                 raise Cancelled() from None
-            raise network_error(e, provider, shown_url, timeouts, request.secrets, connected) from None
-        response = Response(conn, resp, cancel, provider, timeouts, request.secrets)
+            if reused and (not sent and isinstance(e, OSError) or isinstance(e, NO_ANSWER_AT_ALL)):
+                raise SendFailed() from None
+            raise network_error(e, provider, shown_url, timeouts, request.secrets, True) from None
+        response = Response(conn, resp, cancel, provider, timeouts, request.secrets,
+                            keep=lambda c: self.keep(key, c))
         if resp.status >= 400:
             body = response.read_all(MAX_ERROR_BODY)
             raise HTTPError(resp.status, redact(body.decode('utf-8', 'replace'), request.secrets),
@@ -303,15 +377,18 @@ def network_error(e, provider, url, timeouts, secrets, connected):
 
 class Response:
 
-    def __init__(self, conn, resp, cancel, provider, timeouts, secrets):
+    def __init__(self, conn, resp, cancel, provider, timeouts, secrets, keep=None):
         self.conn, self.resp, self.cancel = conn, resp, cancel
         self.provider, self.timeouts, self.secrets = provider, timeouts, secrets
+        self.keep = keep  # takes the connection for the next request, once the body was read
         self.status = resp.status
         self.headers = {k: v for k, v in resp.getheaders()}
 
     def chunks(self):
         """The body as it arrives. Raises Cancelled on Stop, TimedOut when the server falls
-        silent for longer than the read timeout, ConnectionLost when it drops the connection."""
+        silent for longer than the read timeout, ConnectionLost when it drops the connection.
+        Read to its end, the connection is kept for the next request; a reader that stops
+        early leaves the response to whoever holds it (finish() or close())."""
         try:
             while True:
                 try:
@@ -322,11 +399,44 @@ class Response:
                     raise self._lost(e) from None
                 if not data:
                     break
-                yield data
+                try:
+                    yield data
+                except GeneratorExit:
+                    return
             if self.cancel.cancelled:
                 raise Cancelled()
-        finally:
+            self._read_to_the_end()
+        except BaseException:
             self.close()
+            raise
+
+    def _read_to_the_end(self):
+        """The whole body was read: the connection can serve the next request."""
+        conn, self.conn = self.conn, None
+        self.cancel.detach()
+        if conn is None:
+            return
+        will_close = self.resp.will_close
+        self.resp.close()  # the response, not the socket: http.client sends nothing new before this
+        if self.keep is not None and not will_close and conn.sock is not None:
+            self.keep(conn)
+        else:
+            conn.close()
+
+    def finish(self):
+        """After the last event: read what little is left (the stream's end) so that the
+        connection can be kept; a stream that goes on is closed instead."""
+        if self.conn is None:
+            return
+        size = 0
+        try:
+            for data in self.chunks():
+                size += len(data)
+                if size > MAX_DRAIN:
+                    break
+        except Exception:
+            pass
+        self.close()
 
     def _lost(self, e):
         if isinstance(e, (socket.timeout, TimeoutError)):
@@ -347,11 +457,13 @@ class Response:
         return b''.join(parts)
 
     def close(self):
+        conn, self.conn = self.conn, None
         self.cancel.detach()
-        try:
-            self.conn.close()
-        except Exception:
-            pass
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
 
 
 def http_error_to_provider_error(e, provider, message='', code='', model=''):

@@ -335,7 +335,11 @@ class AIProviderPlugin:
             model = use_model or self.choose_model(cancel=cancel)
             state.model = model
             response = self.open(self.chat_request(list(messages), model, max_tokens), model, cancel)
-            yield from self.read_stream(self.events(response), state)
+            try:
+                yield from self.read_stream(self.events(response), state)
+                response.finish()  # read the stream's end, so that the connection can be kept
+            finally:
+                response.close()  # unless finish() kept it
             if not state.finished:
                 raise ConnectionLost(_('{provider} stopped sending before the answer was complete.').format(
                     provider=self.display_name))

@@ -24,6 +24,7 @@ class ScriptedServer:
     def __init__(self, replies, host='127.0.0.1'):
         self.replies = list(replies)
         self.received = []
+        self.connections = []
         self.release = threading.Event()
         server = self
 
@@ -32,6 +33,10 @@ class ScriptedServer:
 
             def log_message(self, *args):
                 pass
+
+            def setup(self):
+                super().setup()
+                server.connections.append(self.connection)
 
             def do_GET(self):
                 self.respond()
@@ -42,7 +47,8 @@ class ScriptedServer:
             def respond(self):
                 length = int(self.headers.get('Content-Length') or 0)
                 body = self.rfile.read(length) if length else b''
-                server.received.append({'path': self.path, 'headers': dict(self.headers), 'body': body})
+                server.received.append({'path': self.path, 'headers': dict(self.headers), 'body': body,
+                                        'client': self.client_address})
                 reply = server.replies.pop(0) if server.replies else Reply(500, b'no more scripted replies')
                 self.send_response(reply.status)
                 for k, v in reply.headers:
@@ -72,10 +78,20 @@ class ScriptedServer:
         self.thread.start()
         return self
 
+    def close_connections(self):
+        """Close every client connection, as a server does with idle ones after a while."""
+        import socket
+        for conn in self.connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def __exit__(self, *a):
         self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+        self.close_connections()  # as a server process that stops
 
 
 def sse(*payloads):

@@ -129,3 +129,39 @@ def test_unused_ok_done_has_usage():
     assert isinstance(done, Done) and not any(isinstance(c, Failed) for c in chunks)
     assert done.usage.input_tokens == 3 and done.usage.output_tokens == 2
     assert done.usage.cost is None  # a local server's price is unknown, not zero
+
+
+def kept_transport():
+    from calibre_plugins.bookai.core.transport import Transport
+    return Transport(proxies={})
+
+
+def test_the_connection_is_kept_for_the_next_question_but_not_after_stop():
+    from calibre_plugins.bookai.core.transport import CancelToken
+    replies = [Reply(200, chunks=chat_stream('one two')), Reply(200, chunks=chat_stream('three four')),
+               Reply(200, chunks=chat_stream('five six seven eight'), chunk_delay=0.05),
+               Reply(200, chunks=chat_stream('nine ten'))]
+    with ScriptedServer(replies) as s:
+        p = get_provider('openai_compatible', settings={'base_url': s.url + '/v1', 'model': 'm'},
+                         transport=kept_transport())
+        assert ask(p).text == 'one two'
+        assert ask(p).text == 'three four'
+        cancel = CancelToken()
+        for chunk in p.text_chat(QUESTION, cancel=cancel):
+            cancel.cancel()
+        assert ask(p).text == 'nine ten'
+    ports = [r['client'][1] for r in s.received]
+    assert ports[0] == ports[1] == ports[2]  # kept after complete answers
+    assert ports[3] != ports[2]  # Stop closed it: the next question opened a new one
+
+
+def test_a_kept_connection_the_server_closed_is_not_used_and_nothing_is_sent_twice():
+    replies = [Reply(200, chunks=chat_stream('first answer')), Reply(200, chunks=chat_stream('second answer'))]
+    with ScriptedServer(replies) as s:
+        p = get_provider('openai_compatible', settings={'base_url': s.url + '/v1', 'model': 'm'},
+                         transport=kept_transport())
+        assert ask(p).text == 'first answer'
+        s.close_connections()  # the server drops the idle connection
+        assert ask(p).text == 'second answer'
+    assert len(s.received) == 2
+    assert s.received[0]['client'] != s.received[1]['client']
