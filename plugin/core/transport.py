@@ -277,20 +277,14 @@ class Transport:
                 return self._send(conn, request, target, headers, key, timeouts, cancel, provider, shown_url,
                                   reused=True)
             except SendFailed:
-                pass  # the kept connection could not take the request: nothing was sent, so a new one
+                pass  # the kept connection was closed before any answer: once more, on a new one
+        host, host_port = (parts.hostname, port) if proxy is None else (proxy.hostname, proxy.port or 80)
         if parts.scheme == 'https':
-            if proxy is None:
-                conn = HTTPSConnection(parts.hostname, port, timeout=timeouts.connect,
-                                                   context=self.tls_context)
-            else:
-                conn = HTTPSConnection(proxy.hostname, proxy.port or 80, timeout=timeouts.connect,
-                                                   context=self.tls_context)
+            conn = HTTPSConnection(host, host_port, timeout=timeouts.connect, context=self.tls_context)
+            if proxy is not None:
                 conn.set_tunnel(parts.hostname, port, headers=proxy_auth(proxy))
         else:
-            if proxy is None:
-                conn = HTTPConnection(parts.hostname, port, timeout=timeouts.connect)
-            else:
-                conn = HTTPConnection(proxy.hostname, proxy.port or 80, timeout=timeouts.connect)
+            conn = HTTPConnection(host, host_port, timeout=timeouts.connect)
         if cancel.cancelled:
             raise Cancelled()
         try:
@@ -323,7 +317,7 @@ class Transport:
         if resp.status >= 400:
             body = response.read_all(MAX_ERROR_BODY)
             raise HTTPError(resp.status, redact(body.decode('utf-8', 'replace'), request.secrets),
-                            {k: v for k, v in resp.getheaders()}, shown_url)
+                            response.headers, shown_url)
         return response
 
 

@@ -165,3 +165,27 @@ def test_a_kept_connection_the_server_closed_is_not_used_and_nothing_is_sent_twi
         assert ask(p).text == 'second answer'
     assert len(s.received) == 2
     assert s.received[0]['client'] != s.received[1]['client']
+
+
+def test_calibres_proxy_is_used_for_a_remote_service_with_its_credentials():
+    from calibre_plugins.bookai.core.transport import Transport
+    with ScriptedServer([Reply(200, chunks=chat_stream('via the proxy'))]) as proxy:
+        host_port = proxy.url.split('//')[1]
+        transport = Transport(proxies={'http': f'http://reader:s%40cret@{host_port}'})
+        p = get_provider('openai_compatible', settings={'base_url': 'http://books.example/v1', 'model': 'm'},
+                         transport=transport)
+        assert ask(p).text == 'via the proxy'
+    (request,) = proxy.received
+    assert request['path'] == 'http://books.example/v1/chat/completions'  # the full URL, to the proxy
+    import base64
+    assert request['headers']['Proxy-Authorization'] == 'Basic ' + base64.b64encode(b'reader:s@cret').decode()
+
+
+def test_this_machines_own_addresses_never_go_through_the_proxy():
+    from calibre_plugins.bookai.core.transport import Transport
+    with ScriptedServer([]) as proxy, ScriptedServer([Reply(200, chunks=chat_stream('direct'))]) as local:
+        transport = Transport(proxies={'http': proxy.url})
+        p = get_provider('openai_compatible', settings={'base_url': local.url + '/v1', 'model': 'm'},
+                         transport=transport)
+        assert ask(p).text == 'direct'
+    assert proxy.received == [] and len(local.received) == 1
