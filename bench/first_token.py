@@ -28,13 +28,8 @@ FIRST_CONTENT = re.compile(rb'"content":"[^"]')  # the first delta with text in 
 MESSAGES = [{'role': 'user', 'content': 'Tell me about the sea.'}]
 
 
-def direct(port, request):
-    """The least a client can do with the same request: one connection, one POST of the
-    same bytes, reading until the first content and then [DONE]; no parsing."""
-    start = time.perf_counter()
-    conn = http.client.HTTPConnection('127.0.0.1', port, timeout=60)
-    conn.request('POST', '/v1/chat/completions', request.body, request.headers)
-    resp = conn.getresponse()
+def read_until_done(resp, start):
+    """Read raw bytes until [DONE], without parsing them; the time the first content came."""
     first = None
     buf = b''
     while True:
@@ -45,7 +40,16 @@ def direct(port, request):
         if first is None and FIRST_CONTENT.search(buf):
             first = time.perf_counter() - start
         if b'[DONE]' in buf:
-            break
+            return first
+
+
+def direct(port, request):
+    """The least a client can do with the same request: one connection, one POST of the
+    same bytes, reading until the first content and then [DONE]; no parsing."""
+    start = time.perf_counter()
+    conn = http.client.HTTPConnection('127.0.0.1', port, timeout=60)
+    conn.request('POST', '/v1/chat/completions', request.body, request.headers)
+    first = read_until_done(conn.getresponse(), start)
     conn.close()
     return first, time.perf_counter() - start
 
@@ -55,18 +59,8 @@ def plain_urllib(port, request):
     start = time.perf_counter()
     rq = urllib.request.Request(f'http://127.0.0.1:{port}/v1/chat/completions', data=request.body,
                                 headers=request.headers, method='POST')
-    first = None
-    buf = b''
     with urllib.request.urlopen(rq, timeout=60) as resp:
-        while True:
-            data = resp.read1(65536)
-            if not data:
-                break
-            buf += data
-            if first is None and FIRST_CONTENT.search(buf):
-                first = time.perf_counter() - start
-            if b'[DONE]' in buf:
-                break
+        first = read_until_done(resp, start)
     return first, time.perf_counter() - start
 
 

@@ -24,7 +24,7 @@ from enum import Flag, auto
 from functools import cached_property
 
 from calibre_plugins.bookai.core.errors import (
-    ConnectionLost, MissingKey, NotConfigured, ProtocolError, ProviderError,
+    ConnectionLost, MissingKey, NotConfigured, ProtocolError, ProviderError, redact,
 )
 from calibre_plugins.bookai.core.messages import Done, Failed, TextDelta, Usage
 from calibre_plugins.bookai.core.streams import NDJSONDecoder, SSEDecoder
@@ -251,7 +251,7 @@ class AIProviderPlugin:
 
     @property
     def is_ready_for_use(self):
-        return bool(self.option('enabled') and self.base_url and (self.api_key or not self.needs_key))
+        return not self.missing_setup()
 
     def missing_setup(self):
         """Why this provider cannot be used yet, in a sentence; '' when it can."""
@@ -344,8 +344,7 @@ class AIProviderPlugin:
                 raise ConnectionLost(_('{provider} stopped sending before the answer was complete.').format(
                     provider=self.display_name))
         except Cancelled:
-            yield Done(model=state.model or model, finish_reason='cancelled', usage=self.costed(state),
-                       web_links=tuple(state.web_links), response_id=state.response_id)
+            yield self.done(state, model, 'cancelled')
             return
         except ProviderError as e:
             yield Failed(e)
@@ -356,12 +355,15 @@ class AIProviderPlugin:
                 provider=self.display_name, error=self.scrub(f'{type(e).__name__}: {e}')),
                 details=self.scrub(traceback.format_exc())))
             return
-        yield Done(model=state.model or model, finish_reason=state.finish_reason or 'stop',
-                   usage=self.costed(state), web_links=tuple(state.web_links), response_id=state.response_id,
-                   reasoning_details=tuple(state.reasoning_details))
+        yield self.done(state, model, state.finish_reason or 'stop')
+
+    def done(self, state, model, finish_reason):
+        """The Done chunk for what the stream told, finished as finish_reason says."""
+        return Done(model=state.model or model, finish_reason=finish_reason, usage=self.costed(state),
+                    web_links=tuple(state.web_links), response_id=state.response_id,
+                    reasoning_details=tuple(state.reasoning_details))
 
     def scrub(self, text):
-        from calibre_plugins.bookai.core.errors import redact
         return redact(text, (self.api_key,))
 
     def open(self, request, model, cancel):
