@@ -1,14 +1,23 @@
 #!/usr/bin/env python3
 # License: GPLv3 Copyright: the Book AI developers
-"""Try Book AI without touching your own calibre: build it, and start calibre with
-it on a demo library, in a sandbox config under build/demo/.
+"""Try Book AI without touching your own calibre, with no account and no network:
+build it, start a local model, and ask about a book of a demo library, in a
+sandbox config under build/demo/.
 
-    sudo python3 dev/demo.py            installs calibre if missing (Debian), then runs
+    sudo python3 dev/demo.py            installs what is missing (Debian), then runs
+    python3 dev/demo.py --gui           then opens calibre's main window on the demo library
     python3 dev/demo.py --fresh         start again from an empty sandbox
 
-With a display, calibre's main window opens on the demo library. Without one,
-calibre starts headless and a screenshot of its window is saved and its path
-printed. Your own calibre settings and libraries are never used.
+What it does: builds the plugin and installs it into the sandbox config; makes
+llama.cpp's server and the SmolLM2 model (dev/peers.py: built and downloaded the
+first time, about 8 minutes, then cached); makes a demo library of calibre's
+Quick Start Guides; configures the "OpenAI compatible" provider for the local
+server; and runs `calibre-debug -r "Book AI" -- ask` on a demo book, so the answer
+streams into this terminal. Your own calibre settings and libraries are never used.
+
+With --gui and a display, calibre opens and the local model keeps answering
+until calibre closes. Without a display, calibre starts headless and a screenshot
+of its window is saved and its path printed.
 """
 
 import argparse
@@ -29,15 +38,43 @@ def say(*args):
     print('[demo]', *args, flush=True)
 
 
-def ensure_calibre():
-    if shutil.which('calibre-debug'):
+NEEDED = {'calibre-debug': 'calibre', 'cmake': 'cmake', 'c++': 'g++'}  # command: Debian package
+
+
+def ensure_tools():
+    """calibre, and what dev/peers.py needs to build llama.cpp's server."""
+    missing = sorted({pkg for cmd, pkg in NEEDED.items() if not shutil.which(cmd)})
+    try:
+        import pip  # noqa: F401
+    except ImportError:
+        missing.append('python3-pip')
+    if not missing:
         return
     if os.geteuid() != 0:
-        raise SystemExit('calibre is not installed: run this once with sudo, or install it yourself')
-    say('installing calibre from Debian')
+        raise SystemExit(f'missing: {", ".join(missing)}. Run this once with sudo, or install them yourself.')
+    say('installing', ', '.join(missing), 'from Debian')
     env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
     subprocess.run(['apt-get', 'update', '-qq'], check=True, env=env)
-    subprocess.run(['apt-get', 'install', '-y', '-qq', 'calibre'], check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(['apt-get', 'install', '-y', '-qq', '--no-install-recommends'] + missing, check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+
+
+def local_model():
+    """llama.cpp's server with SmolLM2, made once (dev/peers.py); started by `with`."""
+    peers_dir = os.environ.get('BOOKAI_PEERS_DIR', '/var/cache/bookai-peers')
+    if not os.access(os.path.dirname(peers_dir.rstrip('/')) or '/', os.W_OK) and not os.path.isdir(peers_dir):
+        peers_dir = str(DEMO / 'peers')
+    say('local model: llama.cpp\'s server with SmolLM2 (made the first time, then cached in', peers_dir + ')')
+    subprocess.run([sys.executable, PROJECT / 'dev' / 'peers.py', 'setup', 'llama-server', 'smollm2'], check=True,
+                   env=dict(os.environ, BOOKAI_PEERS_DIR=peers_dir), stdout=subprocess.DEVNULL)
+    os.environ['BOOKAI_PEERS'] = peers_dir
+    sys.path.insert(0, str(PROJECT / 'tests'))
+    from peers import LlamaServer
+    return LlamaServer('smollm2', alias='smollm2', extra_args=('--temp', '0', '-n', '400'), start=False)
+
+
+def book_ai(*args, env, **kw):
+    return subprocess.run(['calibre-debug', '-r', 'Book AI', '--'] + [str(a) for a in args], env=env, **kw)
 
 
 def sandbox_env():
@@ -72,8 +109,9 @@ def make_library(env):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--fresh', action='store_true', help='delete the sandbox first')
+    ap.add_argument('--gui', action='store_true', help='then open calibre on the demo library')
     a = ap.parse_args(argv)
-    ensure_calibre()
+    ensure_tools()
     if a.fresh and DEMO.exists():
         shutil.rmtree(DEMO)
     env = sandbox_env()
@@ -83,6 +121,25 @@ def main(argv=None):
     run(['calibre-customize', '-a', zip_path], env, stdout=subprocess.DEVNULL)
     run(['calibre-debug', '-c', "from calibre.utils.config import dynamic; dynamic.set('welcome_wizard_was_run', True)"], env)
     library = make_library(env)
+    with local_model() as server:
+        book_ai('configure', 'openai_compatible', f'base_url={server.base_url}/v1', 'model=smollm2', '--use',
+                env=env, check=True, stdout=subprocess.DEVNULL)
+        question = 'Summarize (a quick action)'
+        say(f'asking SmolLM2 about book 1 of the demo library: {question}')
+        print(flush=True)
+        r = book_ai('ask', '--library', library, '--book', 1, '--action', 'summarize', env=env)
+        print(flush=True)
+        if r.returncode != 0:
+            say('the answer failed: see the sentence above')
+            return r.returncode
+        say('that answer came from the model on this computer; nothing left it')
+        if a.gui:
+            return open_calibre(library, env)
+    say('to try the window too: python3 dev/demo.py --gui')
+    return 0
+
+
+def open_calibre(library, env):
     if env.get('QT_QPA_PLATFORM') != 'offscreen':
         say('starting calibre; Book AI is on the toolbar, next to View')
         return subprocess.run(['calibre', '--with-library', str(library)], env=env).returncode

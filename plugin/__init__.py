@@ -21,3 +21,9 @@ class BookAI(InterfaceActionBase):
     minimum_calibre_version = (6, 0, 0)
     supported_platforms = ['windows', 'osx', 'linux']
     actual_plugin = 'calibre_plugins.bookai.library.action:BookAIAction'
+
+    def cli_main(self, argv):
+        """calibre-debug -r "Book AI" -- COMMAND (see cli.py)."""
+        import sys
+        from calibre_plugins.bookai.cli import main
+        sys.exit(main(argv[1:]))

@@ -53,12 +53,12 @@ class Usage:
     cost: Cost | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TextDelta:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReasoningDelta:
     text: str
 

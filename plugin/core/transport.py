@@ -18,7 +18,11 @@
   (the server dropped it just then, before answering a single byte), the
   request goes once more on a new connection, as the official SDKs do; any
   other failure after sending is reported, never sent again, so a question is
-  not paid for twice. Stop and errors close connections;
+  not paid for twice. Stop and errors close connections. A server found to
+  close its connections right after answering (llama.cpp's server does so
+  after a streamed answer, though it says keep-alive) is not offered kept
+  connections again: checking and closing a dead one would only delay the
+  next question;
 - every error is a typed ProviderError whose text holds no secret.
 
 It uses http.client rather than urllib so that it owns the socket: that is what
@@ -27,16 +31,18 @@ makes the two timeouts and an immediate Stop possible.
 
 import email.utils
 import http.client
+import re
 import select
 import socket
 import ssl
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from urllib.parse import unquote, urljoin, urlsplit
 
 from calibre_plugins.bookai.core.errors import (
-    ConnectionLost, RedirectRefused, TimedOut, TLSFailure, Unreachable, error_for_status, redact,
+    ConnectionLost, NotConfigured, RedirectRefused, TimedOut, TLSFailure, Unreachable, error_for_status, redact,
 )
 
 load_translations()
@@ -45,6 +51,7 @@ READ_SIZE = 64 * 1024
 MAX_ERROR_BODY = 256 * 1024
 MAX_DRAIN = 64 * 1024   # after the last event: more than this left unread and the connection is closed
 IDLE_SECONDS = 30       # a kept connection idle longer than this is closed rather than reused
+CLOSED_AT_ONCE = 2      # a server that closed a kept connection sooner than this closes them all
 MAX_REDIRECTS = 3
 RETRY_STATUSES = (429, 503, 529)
 
@@ -86,31 +93,40 @@ NO_ANSWER_AT_ALL = (http.client.RemoteDisconnected, ConnectionResetError, Broken
 
 
 class CancelToken:
-    """Stop for one request, from any thread."""
+    """Stop for one request, from any thread. Made for every request, so it is light: the
+    event a backoff waits on is made only when there is a wait."""
 
     def __init__(self):
-        self._event = threading.Event()
         self._lock = threading.Lock()
+        self._cancelled = False
         self._sock = None
+        self._event = None
 
     @property
     def cancelled(self):
-        return self._event.is_set()
+        return self._cancelled
 
     def cancel(self):
         with self._lock:
-            self._event.set()
+            self._cancelled = True
+            if self._event is not None:
+                self._event.set()
             if self._sock is not None:
                 shutdown(self._sock)
 
     def wait(self, seconds):
         """Sleep, unless cancelled first; True if cancelled."""
+        with self._lock:
+            if self._cancelled:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
         return self._event.wait(seconds)
 
     def attach(self, sock):
         with self._lock:
             self._sock = sock
-            if self._event.is_set():
+            if self._cancelled:
                 shutdown(sock)
 
     def detach(self):
@@ -170,7 +186,7 @@ def is_local(host):
 class Transport:
     """Opens requests. One is made per process and shared: settings are read once."""
 
-    def __init__(self, proxies=None, user_agent='Book AI'):
+    def __init__(self, proxies=None, user_agent='Book AI', tls_context=None):
         if proxies is None:
             try:
                 from calibre import get_proxies
@@ -179,27 +195,53 @@ class Transport:
                 proxies = {}
         self.proxies = dict(proxies or {})
         self.user_agent = user_agent
-        self._tls = None
-        self._idle = {}  # (scheme, host, port, proxy): (connection, when it became idle)
+        self._tls = tls_context  # by default, the system's certificate authorities
+        self._idle = {}  # (scheme, host, port, proxy): a connection, with kept_at, when it became idle
+        self._closes_at_once = set()  # keys of servers that close every connection after answering
+        self._routes = {}
+        self._heads = {}
         self._idle_lock = threading.Lock()
 
     def take_kept(self, key):
         """A kept connection for key that is still usable, or None."""
         with self._idle_lock:
-            conn, since = self._idle.pop(key, (None, 0))
+            conn = self._idle.pop(key, None)
         if conn is None:
             return None
-        if time.monotonic() - since > IDLE_SECONDS or not still_open(conn.sock):
-            conn.close()
-            return None
-        return conn
+        if time.monotonic() - conn.kept_at <= IDLE_SECONDS and still_open(conn.sock):
+            return conn
+        self.found_closed(key, conn)
+        return None
+
+    def found_closed(self, key, conn):
+        """The server closed a kept connection: if it did so at once, it closes them all."""
+        if time.monotonic() - conn.kept_at < CLOSED_AT_ONCE:
+            self._closes_at_once.add(key)
+        conn.close()
 
     def keep(self, key, conn):
+        if key in self._closes_at_once:
+            conn.close()
+            return
+        conn.kept_at = time.monotonic()
         with self._idle_lock:
-            old, _since = self._idle.pop(key, (None, 0))
-            self._idle[key] = (conn, time.monotonic())
+            old = self._idle.pop(key, None)
+            self._idle[key] = conn
         if old is not None:
             old.close()
+
+    def keeps_connections_to(self, url):
+        """False once the server at url was seen closing its connections right after answering."""
+        return self.route(url).key not in self._closes_at_once
+
+    def route(self, url):
+        """How to reach url; worked out once per address, not for every request."""
+        route = self._routes.get(url)
+        if route is None:
+            if len(self._routes) > 64:
+                self._routes.clear()
+            route = self._routes[url] = Route.to(url, self.proxy_for, self.user_agent)
+        return route
 
     @property
     def tls_context(self):
@@ -256,35 +298,18 @@ class Transport:
         raise RedirectRefused(_('{provider} redirected the request too many times.').format(provider=provider))
 
     def _open_once(self, request, url, timeouts, cancel, provider):
-        parts = urlsplit(url)
-        shown_url = redact(f'{parts.scheme}://{parts.netloc}{parts.path}', request.secrets)
-        if parts.scheme not in ('http', 'https') or not parts.hostname:
-            raise Unreachable(_('"{url}" is not an http or https address.').format(url=shown_url))
-        port = parts.port or (443 if parts.scheme == 'https' else 80)
-        proxy = self.proxy_for(parts.scheme, parts.hostname)
-        target = parts.path or '/'
-        if parts.query:
-            target += '?' + parts.query
-        headers = {'User-Agent': self.user_agent, 'Accept-Encoding': 'identity'}
-        headers.update(request.headers)
-        if proxy is not None and parts.scheme == 'http':  # plain HTTP through a proxy: the full URL
-            target = url
-            headers.update(proxy_auth(proxy))
-        key = (parts.scheme, parts.hostname, port, proxy.geturl() if proxy else '')
-        conn = self.take_kept(key)
+        route = self.route(url)
+        if route.unusable:
+            raise Unreachable(_('"{url}" is not an http or https address.').format(
+                url=redact(route.shown_url, request.secrets)))
+        head = self.head(route, request)
+        conn = self.take_kept(route.key)
         if conn is not None:
             try:
-                return self._send(conn, request, target, headers, key, timeouts, cancel, provider, shown_url,
-                                  reused=True)
-            except SendFailed:
-                pass  # the kept connection was closed before any answer: once more, on a new one
-        host, host_port = (parts.hostname, port) if proxy is None else (proxy.hostname, proxy.port or 80)
-        if parts.scheme == 'https':
-            conn = HTTPSConnection(host, host_port, timeout=timeouts.connect, context=self.tls_context)
-            if proxy is not None:
-                conn.set_tunnel(parts.hostname, port, headers=proxy_auth(proxy))
-        else:
-            conn = HTTPConnection(host, host_port, timeout=timeouts.connect)
+                return self._send(conn, request, route, head, timeouts, cancel, provider, reused=True)
+            except SendFailed:  # the kept connection was closed before any answer: once more, on a new one
+                self.found_closed(route.key, conn)
+        conn = route.connection(timeouts.connect, self.tls_context if route.scheme == 'https' else None)
         if cancel.cancelled:
             raise Cancelled()
         try:
@@ -293,15 +318,33 @@ class Transport:
             conn.close()
             if cancel.cancelled:
                 raise Cancelled() from None
-            raise network_error(e, provider, shown_url, timeouts, request.secrets, False) from None
-        return self._send(conn, request, target, headers, key, timeouts, cancel, provider, shown_url)
+            raise network_error(e, provider, route, timeouts, request.secrets, False) from None
+        return self._send(conn, request, route, head, timeouts, cancel, provider)
 
-    def _send(self, conn, request, target, headers, key, timeouts, cancel, provider, shown_url, reused=False):
+    def head(self, route, request):
+        """The checked header lines for request on route, prepared once for each provider's headers."""
+        key = (route, tuple(request.headers.items()))
+        lines = self._heads.get(key)
+        if lines is None:
+            headers = dict(route.headers)
+            headers.update(request.headers)
+            try:
+                lines = header_lines(route, headers)
+            except ValueError as e:
+                raise NotConfigured(_('The header "{name}" cannot be sent: a header name is letters, digits '
+                                      'and dashes, and its value is one line of Latin-1 text.').format(
+                    name=redact(str(e.args[0]), request.secrets))) from None
+            if len(self._heads) > 64:
+                self._heads.clear()
+            self._heads[key] = lines
+        return lines
+
+    def _send(self, conn, request, route, head, timeouts, cancel, provider, reused=False):
         sent = False
         try:
             cancel.attach(conn.sock)
             conn.sock.settimeout(timeouts.read)
-            conn.request(request.method, target, body=request.body, headers=headers)
+            conn.send_prepared(request.method, route.target, head, request.body)
             sent = True
             resp = conn.getresponse()
         except Exception as e:
@@ -311,19 +354,69 @@ class Transport:
                 raise Cancelled() from None
             if reused and (not sent and isinstance(e, OSError) or isinstance(e, NO_ANSWER_AT_ALL)):
                 raise SendFailed() from None
-            raise network_error(e, provider, shown_url, timeouts, request.secrets, True) from None
+            raise network_error(e, provider, route, timeouts, request.secrets, True) from None
         response = Response(conn, resp, cancel, provider, timeouts, request.secrets,
-                            keep=lambda c: self.keep(key, c))
+                            keep=lambda c: self.keep(route.key, c))
         if resp.status >= 400:
             body = response.read_all(MAX_ERROR_BODY)
             raise HTTPError(resp.status, redact(body.decode('utf-8', 'replace'), request.secrets),
-                            response.headers, shown_url)
+                            response.headers, redact(route.shown_url, request.secrets))
         return response
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a request for one URL goes: straight to its server or through a proxy."""
+    scheme: str
+    host: str
+    port: int
+    proxy: object           # urlsplit() of the proxy, or None
+    target: str             # what goes on the request line
+    headers: tuple          # (name, value) sent with every request on this route
+    shown_url: str          # the address as error messages show it (before redaction)
+    key: tuple = ()         # connections are kept per key
+    unusable: bool = False  # not an http or https URL
+
+    @classmethod
+    def to(cls, url, proxy_for, user_agent):
+        parts = urlsplit(url)
+        scheme, host = parts.scheme, parts.hostname
+        shown_url = f'{scheme}://{parts.netloc}{parts.path}'
+        if scheme not in ('http', 'https') or not host:
+            return cls(scheme, host or '', 0, None, '', (), shown_url, unusable=True)
+        port = parts.port or (443 if scheme == 'https' else 80)
+        proxy = proxy_for(scheme, host)
+        target = (parts.path or '/') + ('?' + parts.query if parts.query else '')
+        headers = {'User-Agent': user_agent, 'Accept-Encoding': 'identity'}
+        if proxy is not None and scheme == 'http':  # plain HTTP through a proxy: the full URL
+            target = url
+            headers.update(proxy_auth(proxy))
+        key = (scheme, host, port, proxy.geturl() if proxy else '')
+        return cls(scheme, host, port, proxy, target, tuple(headers.items()), shown_url, key)
+
+    def connection(self, timeout, tls_context=None):
+        """A new, unconnected connection for this route."""
+        host, port = (self.host, self.port) if self.proxy is None else (self.proxy.hostname, self.proxy.port or 80)
+        if self.scheme != 'https':
+            return HTTPConnection(host, port, timeout=timeout)
+        conn = HTTPSConnection(host, port, timeout=timeout, context=tls_context)
+        if self.proxy is not None:
+            conn.set_tunnel(self.host, self.port, headers=proxy_auth(self.proxy))
+        return conn
 
 
 class OneWrite:
     """http.client writes a request's headers and its body apart: two writes, so two TCP
-    segments the server waits for. A JSON body is small: send it with the headers."""
+    segments the server waits for. A JSON body is small: send it with the headers.
+    And it checks and encodes every header of every request: send_prepared() takes
+    header lines checked once (header_lines()), so a question goes out sooner."""
+
+    def send_prepared(self, method, target, lines, body):
+        self.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+        self._buffer.extend(lines)
+        if body is not None:
+            self._buffer.append(b'Content-Length: %d' % len(body))
+        self.endheaders(body)
 
     def _send_output(self, message_body=None, encode_chunked=False):
         if not isinstance(message_body, bytes) or encode_chunked:
@@ -342,6 +435,27 @@ class HTTPSConnection(OneWrite, http.client.HTTPSConnection):
     pass
 
 
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+BAD_IN_VALUE = re.compile(r'[\r\n\0]|[^\x00-\xff]')  # a line break, or not Latin-1
+
+
+def header_lines(route, headers):
+    """The header lines of a request on route, encoded and checked as http.client would."""
+    host = f'[{route.host}]' if ':' in route.host else route.host
+    if route.port != (443 if route.scheme == 'https' else 80):
+        host += f':{route.port}'
+    try:
+        lines = [b'Host: ' + (host.encode('ascii') if host.isascii() else host.encode('idna'))]
+    except UnicodeError:
+        raise ValueError('Host') from None
+    for name, value in headers.items():
+        value = str(value)
+        if not HEADER_NAME.fullmatch(name) or BAD_IN_VALUE.search(value):
+            raise ValueError(name)  # the name only: a value may be a secret
+        lines.append(f'{name}: {value}'.encode('latin-1'))
+    return tuple(lines)
+
+
 def proxy_auth(proxy):
     if not proxy.username:
         return {}
@@ -350,8 +464,9 @@ def proxy_auth(proxy):
     return {'Proxy-Authorization': 'Basic ' + base64.b64encode(creds).decode('ascii')}
 
 
-def network_error(e, provider, url, timeouts, secrets, connected):
+def network_error(e, provider, route, timeouts, secrets, connected):
     reason = redact(str(e) or type(e).__name__, secrets)
+    url = redact(route.shown_url, secrets)
     if isinstance(e, ssl.SSLError):
         return TLSFailure(_('The secure connection to {url} failed: {reason}').format(url=url, reason=reason),
                           details=reason)
@@ -376,7 +491,10 @@ class Response:
         self.provider, self.timeouts, self.secrets = provider, timeouts, secrets
         self.keep = keep  # takes the connection for the next request, once the body was read
         self.status = resp.status
-        self.headers = {k: v for k, v in resp.getheaders()}
+
+    @cached_property
+    def headers(self):
+        return dict(self.resp.getheaders())
 
     def chunks(self):
         """The body as it arrives. Raises Cancelled on Stop, TimedOut when the server falls

@@ -35,6 +35,8 @@ from calibre_plugins.bookai.providers import pricing
 
 load_translations()
 
+to_json = json.JSONEncoder(ensure_ascii=False).encode  # made once: json.dumps makes one per call with options
+
 MODELS_CACHE_SECONDS = 24 * 60 * 60
 REASONING_EFFORTS = ('auto', 'high', 'medium', 'low', 'none')
 TIERS = ('high', 'medium', 'low')
@@ -145,7 +147,7 @@ class StreamState:
     """What a provider learns while reading a stream, besides the text."""
     model: str = ''
     finish_reason: str = ''
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = Usage()      # immutable: replaced, never changed
     web_links: list = field(default_factory=list)
     response_id: str = ''
     reasoning_details: list = field(default_factory=list)
@@ -173,6 +175,7 @@ class AIProviderPlugin:
         self._settings = settings
         self._secrets = secrets
         self._transport = transport
+        self._options_read = {}
 
     # settings {{{
 
@@ -205,6 +208,15 @@ class AIProviderPlugin:
         return self._settings
 
     def option(self, name):
+        """The value of an option: as set, else its default. Read once per instance: an
+        instance's settings are fixed for its life."""
+        try:
+            return self._options_read[name]
+        except KeyError:
+            value = self._options_read[name] = self.read_option(name)
+            return value
+
+    def read_option(self, name):
         if name in self.settings and name != 'api_key':
             return self.settings[name]
         if name == 'api_key':
@@ -255,6 +267,10 @@ class AIProviderPlugin:
 
     def missing_setup(self):
         """Why this provider cannot be used yet, in a sentence; '' when it can."""
+        return self._missing_setup
+
+    @cached_property
+    def _missing_setup(self):
         if not self.option('enabled'):
             return _('{provider} is disabled in the settings.').format(provider=self.display_name)
         if not self.base_url:
@@ -277,7 +293,10 @@ class AIProviderPlugin:
     def _headers(self):
         h = {'Content-Type': 'application/json'}
         h.update(self.auth_headers())
-        h.update(self.extra_headers())
+        try:
+            h.update(self.extra_headers())
+        except ValueError as e:  # the user's extra headers
+            raise NotConfigured(_('{provider}: {problem}').format(provider=self.display_name, problem=e)) from None
         return h
 
     def headers(self):
@@ -285,7 +304,7 @@ class AIProviderPlugin:
 
     def request(self, path, payload=None, method=None):
         """A request to base_url + path, with this provider's headers and its secrets marked."""
-        body = None if payload is None else json.dumps(payload, ensure_ascii=False).encode('utf-8')
+        body = None if payload is None else to_json(payload).encode('utf-8')
         return Request(self.base_url + path, method or ('GET' if payload is None else 'POST'), self.headers(), body,
                        secrets=tuple(s for s in (self.api_key,) if s))
 

@@ -12,6 +12,8 @@ from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, 
 load_translations()
 
 EFFORTS = ('high', 'medium', 'low')
+# "developer" is OpenAI's newer name for system; most compatible servers know only system
+WIRE_ROLES = {Role.SYSTEM: 'system', Role.DEVELOPER: 'system', Role.USER: 'user', Role.ASSISTANT: 'assistant'}
 
 
 def finish_reason_of(reason):
@@ -24,9 +26,7 @@ class OpenAIChat(AIProviderPlugin):
     capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING
 
     def chat_messages(self, messages):
-        # "developer" is OpenAI's newer name for system; most compatible servers know only system
-        return [{'role': 'system' if m.role in (Role.SYSTEM, Role.DEVELOPER) else m.role.value, 'content': m.text}
-                for m in messages]
+        return [{'role': WIRE_ROLES[m.role], 'content': m.text} for m in messages]
 
     def chat_payload(self, messages, model, max_tokens):
         payload = {'model': model, 'messages': self.chat_messages(messages), 'stream': True,

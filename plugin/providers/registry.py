@@ -36,3 +36,10 @@ def provider_classes():
 
 def get_provider(name, **kw):
     return provider_class(name)(**kw)
+
+
+def chosen_provider():
+    """The provider chosen in the settings, with the user's settings; None if none is chosen."""
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    name = plugin_prefs()['provider']
+    return get_provider(name) if name in PROVIDERS else None

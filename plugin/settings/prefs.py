@@ -52,5 +52,8 @@ def plugin_prefs():
             'provider': '',           # the provider answers come from ('' until the user chooses)
             'providers': {},          # provider name: {option: value}
             'reasoning_effort': 'auto',
+            'library_actions': [],    # the quick actions as edited: [{name, label, template, enabled}]
+            'book_fields': [],        # fields sent besides title and authors (standard names, #custom)
+            'answer_language': 'interface',  # 'interface', 'never', or a language named in English
         })
     return _prefs

@@ -21,7 +21,8 @@ class Reply:
 
 class ScriptedServer:
 
-    def __init__(self, replies, host='127.0.0.1'):
+    def __init__(self, replies, host='127.0.0.1', tls=None):
+        """tls: (certificate file, key file) to serve HTTPS."""
         self.replies = list(replies)
         self.received = []
         self.connections = []
@@ -71,7 +72,15 @@ class ScriptedServer:
 
         self.httpd = ThreadingHTTPServer((host, 0), Handler)
         self.httpd.daemon_threads = True
-        self.url = f'http://{host}:{self.httpd.server_address[1]}'
+        scheme = 'http'
+        if tls:
+            import ssl
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+            scheme = 'https'
+        self.address = (host, self.httpd.server_address[1])
+        self.url = f'{scheme}://{host}:{self.httpd.server_address[1]}'
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def __enter__(self):
@@ -97,3 +106,67 @@ class ScriptedServer:
 def sse(*payloads):
     """SSE bytes for JSON strings (or [DONE])."""
     return [f'data: {p}\n\n'.encode() for p in payloads]
+
+
+class TunnelProxy:
+    """An HTTP proxy that only tunnels (CONNECT), as proxies for HTTPS do. Whatever host is
+    asked for, it connects to target (host, port); it records each CONNECT request and every
+    byte it relays."""
+
+    def __init__(self, target):
+        import socket
+        self.target = target
+        self.requests = []      # (request line, {header: value})
+        self.relayed = bytearray()
+        self.listener = socket.create_server(('127.0.0.1', 0))
+        self.url = f'http://127.0.0.1:{self.listener.getsockname()[1]}'
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *a):
+        self.listener.close()
+
+    def serve(self):
+        while True:
+            try:
+                client, _addr = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.tunnel, args=(client,), daemon=True).start()
+
+    def tunnel(self, client):
+        import socket
+        head = b''
+        while b'\r\n\r\n' not in head:
+            data = client.recv(4096)
+            if not data:
+                client.close()
+                return
+            head += data
+        lines = head.split(b'\r\n\r\n')[0].decode('latin-1').split('\r\n')
+        self.requests.append((lines[0], dict(ln.split(': ', 1) for ln in lines[1:] if ': ' in ln)))
+        if not lines[0].startswith('CONNECT '):
+            client.sendall(b'HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n')
+            client.close()
+            return
+        upstream = socket.create_connection(self.target)
+        client.sendall(b'HTTP/1.1 200 Connection established\r\n\r\n')
+
+        def pump(src, dst):
+            try:
+                while data := src.recv(65536):
+                    self.relayed.extend(data)
+                    dst.sendall(data)
+            except OSError:
+                pass
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
+        pump(client, upstream)

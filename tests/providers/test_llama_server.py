@@ -86,6 +86,22 @@ def test_a_follow_up_keeps_the_whole_conversation(tiny):
     assert ask(provider, follow_up).text == direct_text(tiny, follow_up, MAX_TOKENS)
 
 
+def test_llama_server_closes_connections_after_answering_and_the_transport_learns_it(tiny):
+    # it answers "Keep-Alive: timeout=5, max=100" yet closes the connection after a streamed
+    # answer: the second question finds the kept connection closed, and from then on none is kept
+    from calibre_plugins.bookai.core.transport import Transport
+    transport = Transport(proxies={})
+    provider = get_provider('openai_compatible', transport=transport,
+                            settings={'base_url': tiny.base_url + '/v1', 'model': 'tiny', 'temperature': 0.0})
+    expected = direct_text(tiny, CONVERSATION, MAX_TOKENS)
+    assert ask(provider).text == expected
+    assert transport.keeps_connections_to(tiny.base_url)
+    assert ask(provider).text == expected  # on a new connection, nothing lost
+    assert not transport.keeps_connections_to(tiny.base_url)
+    assert ask(provider).text == expected
+    assert transport._idle == {}  # nothing kept to be checked before the next question
+
+
 def test_the_live_model_list_and_automatic_choice(tiny):
     provider = get_provider('openai_compatible', settings={'base_url': tiny.base_url + '/v1'})
     models = provider.models(refresh=True)

@@ -8,7 +8,7 @@ import pytest
 from calibre_plugins.bookai.core import errors
 from calibre_plugins.bookai.core.messages import Answer, Done, Failed, Message, Role
 from calibre_plugins.bookai.providers.registry import get_provider
-from scripted_server import Reply, ScriptedServer, sse
+from scripted_server import Reply, ScriptedServer, TunnelProxy, sse
 
 KEY = 'sk-test-secret-key-0123456789'
 QUESTION = [Message(Role.USER, 'Hello?')]
@@ -150,6 +150,7 @@ def test_the_connection_is_kept_for_the_next_question_but_not_after_stop():
         for chunk in p.text_chat(QUESTION, cancel=cancel):
             cancel.cancel()
         assert ask(p).text == 'nine ten'
+        assert p.transport.keeps_connections_to(s.url)
     ports = [r['client'][1] for r in s.received]
     assert ports[0] == ports[1] == ports[2]  # kept after complete answers
     assert ports[3] != ports[2]  # Stop closed it: the next question opened a new one
@@ -179,6 +180,42 @@ def test_calibres_proxy_is_used_for_a_remote_service_with_its_credentials():
     assert request['path'] == 'http://books.example/v1/chat/completions'  # the full URL, to the proxy
     import base64
     assert request['headers']['Proxy-Authorization'] == 'Basic ' + base64.b64encode(b'reader:s@cret').decode()
+
+
+def test_https_goes_through_calibres_proxy_in_a_tunnel_and_the_key_stays_inside_it():
+    import base64
+    import ssl
+    from pathlib import Path
+    from calibre_plugins.bookai.core.transport import Transport
+    tls = Path(__file__).parent / 'fixtures'
+    context = ssl.create_default_context(cafile=str(tls / 'test-server.crt'))  # made for books.example
+    reply = Reply(200, chunks=chat_stream('through the tunnel'))
+    with ScriptedServer([reply], tls=(tls / 'test-server.crt', tls / 'test-server.key')) as server, \
+            TunnelProxy(server.address) as proxy:
+        host_port = proxy.url.split('//')[1]
+        transport = Transport(proxies={'https': f'http://reader:s%40cret@{host_port}'}, tls_context=context)
+        p = get_provider('openai_compatible', transport=transport, settings={
+            'base_url': 'https://books.example/v1', 'model': 'm', 'api_key': 'sk-tunnelled-key-0123'})
+        assert ask(p).text == 'through the tunnel'
+    (line, headers), = proxy.requests
+    assert line == 'CONNECT books.example:443 HTTP/1.0' or line == 'CONNECT books.example:443 HTTP/1.1'
+    assert headers['Proxy-Authorization'] == 'Basic ' + base64.b64encode(b'reader:s@cret').decode()
+    (request,) = server.received
+    assert request['path'] == '/v1/chat/completions'
+    assert request['headers']['Host'] == 'books.example'
+    assert request['headers']['Authorization'] == 'Bearer sk-tunnelled-key-0123'
+    assert b'sk-tunnelled-key' not in proxy.relayed and b'chat/completions' not in proxy.relayed  # encrypted
+
+
+@pytest.mark.parametrize('headers, shown', [('X-Token: caf\u20ac-secret', 'X-Token'),
+                                              ('X-Token: one\nno colon here', 'no colon here')])
+def test_a_header_that_cannot_be_sent_is_told_in_words(headers, shown):
+    with ScriptedServer([]) as s:
+        p = get_provider('openai_compatible', settings={'base_url': s.url + '/v1', 'model': 'm', 'headers': headers})
+        chunks = list(p.text_chat(QUESTION))
+    assert isinstance(chunks[-1], Failed) and isinstance(chunks[-1].error, errors.NotConfigured)
+    assert shown in chunks[-1].message and 'secret' not in chunks[-1].message
+    assert s.received == []
 
 
 def test_this_machines_own_addresses_never_go_through_the_proxy():

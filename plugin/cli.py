@@ -1,0 +1,240 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""The command line: calibre-debug -r "Book AI" -- COMMAND
+
+    providers                       the providers, and whether each is ready
+    models PROVIDER [--refresh]     the models PROVIDER offers
+    configure PROVIDER key=value... set a provider's options
+    ask --library PATH --book ID... (--action NAME | --prompt TEXT) [--provider NAME] [--model ID] [--json]
+
+Exit codes: 0 done, 2 bad usage, 3 provider not configured, 4 provider error;
+each failure with one sentence on standard error. An API key is never taken
+from the command line itself: api_key=- reads it from standard input,
+api_key=env:NAME from the environment variable NAME.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+load_translations()
+
+OK, USAGE, NOT_CONFIGURED, PROVIDER_ERROR = 0, 2, 3, 4
+
+
+class Exit(Exception):
+
+    def __init__(self, code, sentence):
+        super().__init__(sentence)
+        self.code, self.sentence = code, sentence
+
+
+class Parser(argparse.ArgumentParser):
+
+    def error(self, message):
+        raise Exit(USAGE, message)
+
+
+def parser():
+    p = Parser(prog='calibre-debug -r "Book AI" --', description=_('Book AI on the command line.'))
+    sub = p.add_subparsers(dest='command', metavar='COMMAND')
+    sub.add_parser('providers', help=_('List the providers and whether each is ready to use'))
+    m = sub.add_parser('models', help=_('List the models a provider offers'))
+    m.add_argument('provider', metavar='PROVIDER')
+    m.add_argument('--refresh', action='store_true', help=_('Ask the service again instead of using the list '
+                                                            'kept for a day'))
+    c = sub.add_parser('configure', help=_('Set options of a provider'),
+                       description=_('Every provider takes base_url (its API root), model and timeout (seconds), '
+                                     'plus its own options (see "providers"). api_key=- reads the key from '
+                                     'standard input, api_key=env:NAME from the environment variable NAME.'))
+    c.add_argument('provider', metavar='PROVIDER')
+    c.add_argument('settings', nargs='*', metavar='key=value')
+    c.add_argument('--use', action='store_true', help=_('Make it the provider answers come from'))
+    a = sub.add_parser('ask', help=_('Ask about books of a library; the answer streams to standard output'))
+    a.add_argument('--library', required=True, metavar='PATH', help=_('The calibre library folder'))
+    a.add_argument('--book', required=True, action='append', type=int, metavar='ID', help=_('A book id (repeatable)'))
+    what = a.add_mutually_exclusive_group(required=True)
+    what.add_argument('--action', metavar='NAME', help=_('A quick action, by name or label'))
+    what.add_argument('--prompt', metavar='TEXT', help=_('Your own question'))
+    a.add_argument('--provider', metavar='NAME', help=_('Instead of the provider chosen in the settings'))
+    a.add_argument('--model', metavar='ID', help=_('Instead of the configured model'))
+    a.add_argument('--json', action='store_true', help=_('One JSON event per line: text, reasoning, usage, '
+                                                         'error, done'))
+    return p
+
+
+def main(argv, stdin=None, stdout=None, stderr=None):
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    p = parser()
+    try:
+        args = p.parse_args(argv)
+        if not args.command:
+            raise Exit(USAGE, _('Name a command: providers, models, configure or ask.'))
+        return COMMANDS[args.command](args, stdin, stdout)
+    except Exit as e:
+        print(e.sentence, file=stderr)
+        return e.code
+    except KeyboardInterrupt:
+        return PROVIDER_ERROR
+
+
+def provider_named(name, **kw):
+    from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
+    if name not in PROVIDERS:
+        raise Exit(USAGE, _('There is no provider named "{name}". The providers are: {names}.').format(
+            name=name, names=', '.join(PROVIDERS)))
+    return get_provider(name, **kw)
+
+
+def cmd_providers(args, stdin, stdout):
+    from calibre_plugins.bookai.providers.registry import PROVIDERS
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    current = plugin_prefs()['provider']
+    for name in PROVIDERS:
+        p = provider_named(name)
+        problem = p.missing_setup()
+        mark = '*' if name == current else ' '
+        state = _('ready') if not problem else problem
+        where = _('local') if p.is_local else _('online')
+        print(f'{mark} {name:18} {p.display_name} ({where}): {state}', file=stdout)
+        options = ', '.join(o.name for o in p.all_options() if o.name not in ('api_key', 'enabled'))
+        print('    ' + _('options: {options}').format(options=options), file=stdout)
+    if not current:
+        print(_('No provider is chosen yet: "configure PROVIDER ... --use" chooses one.'), file=stdout)
+    return OK
+
+
+def cmd_models(args, stdin, stdout):
+    from calibre_plugins.bookai.core.errors import ProviderError
+    p = provider_named(args.provider)
+    if problem := p.missing_setup():
+        raise Exit(NOT_CONFIGURED, problem)
+    try:
+        models = p.models(refresh=args.refresh)
+    except ProviderError as e:
+        raise Exit(PROVIDER_ERROR, str(e)) from None
+    for m in models:
+        print(m.id if m.display_name == m.id else f'{m.id}\t{m.display_name}', file=stdout)
+    return OK
+
+
+def cmd_configure(args, stdin, stdout):
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    p = provider_named(args.provider)
+    values, key = {}, None
+    for item in args.settings:
+        name, eq, text = item.partition('=')
+        name = name.strip()
+        if not eq:
+            raise Exit(USAGE, _('"{item}" is not key=value.').format(item=item))
+        if name == 'api_key':
+            key = read_key(text, stdin)
+            continue
+        names = ('connect_timeout', 'read_timeout') if name == 'timeout' else (name,)
+        for n in names:
+            try:
+                option = p.option_named(n)
+            except KeyError:
+                raise Exit(USAGE, _('{provider} has no option "{name}". Its options are: {names}.').format(
+                    provider=p.display_name, name=name,
+                    names=', '.join(['timeout'] + [o.name for o in p.all_options()]))) from None
+            try:
+                values[n] = option.parse(text)
+            except ValueError as e:
+                raise Exit(USAGE, f'{name}: {e}') from None
+    prefs = plugin_prefs()
+    providers = dict(prefs['providers'])
+    providers[p.name] = dict(providers.get(p.name, {}), **values)
+    prefs['providers'] = providers
+    if key is not None:
+        p.secrets.set(p.name, 'api_key', key)
+    if args.use or not prefs['provider']:
+        prefs['provider'] = p.name
+    configured = provider_named(p.name)
+    problem = configured.missing_setup()
+    print(problem or _('{provider} is ready.').format(provider=configured.display_name), file=stdout)
+    if prefs['provider'] == p.name:
+        print(_('Answers come from {provider}.').format(provider=configured.display_name), file=stdout)
+    return OK
+
+
+def read_key(text, stdin):
+    if text == '-':
+        return stdin.readline().strip()
+    if text.startswith('env:'):
+        value = os.environ.get(text[4:], '').strip()
+        if not value:
+            raise Exit(USAGE, _('The environment variable {name} is empty or not set.').format(name=text[4:]))
+        return value
+    raise Exit(USAGE, _('An API key is not given on the command line, where other users and the shell history '
+                        'can see it: use api_key=- to read it from standard input, or api_key=env:NAME.'))
+
+
+def cmd_ask(args, stdin, stdout):
+    from calibre_plugins.bookai.conversation.actions import find_action, library_actions
+    from calibre_plugins.bookai.conversation.books import BookLibrary
+    from calibre_plugins.bookai.conversation.conversation import Conversation
+    from calibre_plugins.bookai.core.messages import Answer, Failed, TextDelta
+    from calibre_plugins.bookai.providers.registry import chosen_provider
+    library = BookLibrary.open(args.library)
+    if library is None:
+        raise Exit(USAGE, _('There is no calibre library at {path}.').format(path=args.library))
+    missing = [b for b in args.book if not library.has_book(b)]
+    if missing:
+        raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
+    conv = Conversation.about(library, args.book)
+    if args.action:
+        action = find_action(library_actions(), args.action)
+        if action is None:
+            raise Exit(USAGE, _('There is no quick action "{name}". The actions are: {names}.').format(
+                name=args.action, names=', '.join(a.name for a in library_actions())))
+        question = action.prompt(conv.books)
+    else:
+        question = args.prompt
+    if args.provider:
+        provider = provider_named(args.provider)
+    else:
+        provider = chosen_provider()
+        if provider is None:
+            raise Exit(NOT_CONFIGURED, _('No provider is chosen yet: "configure PROVIDER ... --use" chooses one.'))
+    if problem := provider.missing_setup():
+        raise Exit(NOT_CONFIGURED, problem)
+    answer = Answer()
+    for chunk in provider.text_chat(conv.ask(question), use_model=args.model or ''):
+        answer.add(chunk)
+        if args.json:
+            for event in events_of(chunk):
+                print(json.dumps(event, ensure_ascii=False), file=stdout, flush=True)
+        elif isinstance(chunk, TextDelta):
+            stdout.write(chunk.text)
+            stdout.flush()
+    conv.finish(answer, provider.name)
+    library.history.save(conv)
+    if not args.json and answer.text and not answer.text.endswith('\n'):
+        stdout.write('\n')
+    if isinstance(answer.failed, Failed):
+        raise Exit(PROVIDER_ERROR, answer.failed.message)
+    return OK
+
+
+def events_of(chunk):
+    """The --json events for a chunk of the answer stream."""
+    from calibre_plugins.bookai.core.messages import Done, Failed, ReasoningDelta, TextDelta
+    if isinstance(chunk, TextDelta):
+        return [{'type': 'text', 'text': chunk.text}]
+    if isinstance(chunk, ReasoningDelta):
+        return [{'type': 'reasoning', 'text': chunk.text}]
+    if isinstance(chunk, Failed):
+        return [{'type': 'error', 'kind': type(chunk.error).__name__, 'message': chunk.message}]
+    if isinstance(chunk, Done):
+        u = chunk.usage
+        cost = None if u.cost is None else {'amount': u.cost.amount, 'currency': u.cost.currency,
+                                            'source': u.cost.source, 'price_date': u.cost.price_date}
+        return [{'type': 'usage', 'input_tokens': u.input_tokens, 'output_tokens': u.output_tokens,
+                 'reasoning_tokens': u.reasoning_tokens, 'cost': cost},
+                {'type': 'done', 'model': chunk.model, 'finish_reason': chunk.finish_reason,
+                 'web_links': [{'title': w.title, 'url': w.url} for w in chunk.web_links]}]
+    return []
+
+
+COMMANDS = {'providers': cmd_providers, 'models': cmd_models, 'configure': cmd_configure, 'ask': cmd_ask}

@@ -1,0 +1,187 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""A conversation about one or more books: its turns, the provider and model it is
+pinned to once the first answer came, and what it cost.
+
+A turn is a question and what came back: an answer, or an error in words. A
+failed turn keeps its question and everything before it; asking again (Retry)
+replaces it. What is sent for a question is exactly messages_for(question): the
+context message about the books, every answered turn in its roles, then the
+question. That is also what the "What will be sent" preview shows.
+"""
+
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+
+from calibre_plugins.bookai.conversation.books import BookInfo, context_prompt
+from calibre_plugins.bookai.core.messages import Cost, Message, Role, Usage
+
+FORMAT = 1  # of the saved form
+
+
+@dataclass
+class Turn:
+    question: str
+    answer: str = ''
+    reasoning: str = ''
+    model: str = ''
+    usage: Usage | None = None
+    error: str = ''
+    finish_reason: str = ''
+    asked: float = field(default_factory=time.time)
+    reasoning_details: tuple = ()
+
+    @property
+    def answered(self):
+        return not self.error and self.finish_reason != '' and bool(self.answer or self.reasoning)
+
+
+class Conversation:
+
+    def __init__(self, books, library_id='', provider='', model='', language='', conversation_id='', created=0):
+        self.books = tuple(books)
+        self.library_id = library_id
+        self.provider = provider    # pinned by the first answer
+        self.model = model          # pinned by the first answer
+        self.language = language    # the answer's language, in English ('' for no instruction)
+        self.id = conversation_id or uuid.uuid4().hex
+        self.created = created or time.time()
+        self.turns = []
+
+    @classmethod
+    def about(cls, library, book_ids):
+        """A new conversation about books of a library (conversation.books.BookLibrary)."""
+        from calibre_plugins.bookai.conversation.books import answer_language
+        return cls(library.books(book_ids), library.library_id, language=answer_language())
+
+    @property
+    def book_ids(self):
+        return tuple(b.book_id for b in self.books)
+
+    @property
+    def title(self):
+        if not self.books:
+            return ''
+        if len(self.books) == 1:
+            return self.books[0].title
+        return f'{self.books[0].title} (+{len(self.books) - 1})'
+
+    @property
+    def updated(self):
+        return self.turns[-1].asked if self.turns else self.created
+
+    def context(self):
+        return Message(Role.SYSTEM, context_prompt(self.books, self.language))
+
+    def messages_for(self, question):
+        """The exact messages a question sends: the context, the answered turns, the question."""
+        messages = [self.context()]
+        for turn in self.turns:
+            if turn.answered:
+                messages.append(Message(Role.USER, turn.question))
+                messages.append(Message(Role.ASSISTANT, turn.answer, turn.reasoning, turn.reasoning_details))
+        messages.append(Message(Role.USER, question))
+        return messages
+
+    def ask(self, question):
+        """Start a turn; the messages to send for it. A last turn that failed is replaced."""
+        if self.turns and not self.turns[-1].answered:
+            self.turns.pop()
+        messages = self.messages_for(question)
+        self.turns.append(Turn(question))
+        return messages
+
+    def finish(self, answer, provider=''):
+        """The last turn's outcome, from an Answer (core.messages) whose stream ended."""
+        turn = self.turns[-1]
+        turn.answer, turn.reasoning = answer.text, answer.reasoning
+        if answer.failed is not None:
+            turn.error = answer.failed.message
+            return turn
+        done = answer.done
+        turn.model, turn.usage, turn.finish_reason = done.model, done.usage, done.finish_reason
+        turn.reasoning_details = done.reasoning_details
+        if turn.answered and not self.model:  # the first answer pins provider and model for follow-ups
+            self.provider, self.model = provider or self.provider, done.model
+        return turn
+
+    def retry_question(self):
+        """The question of a last turn that did not get an answer, else ''."""
+        return self.turns[-1].question if self.turns and not self.turns[-1].answered else ''
+
+    def total_usage(self):
+        """Tokens of every answered turn; the cost is unknown as soon as one turn's is."""
+        used = [t.usage for t in self.turns if t.usage is not None]
+        if not used:
+            return Usage()
+
+        def total(name):
+            values = [getattr(u, name) for u in used]
+            return None if any(v is None for v in values) else sum(values)
+        costs = [u.cost for u in used]
+        cost = None
+        if all(c is not None for c in costs) and len({c.currency for c in costs}) == 1:
+            sources = {c.source for c in costs}
+            cost = replace(costs[0], amount=sum(c.amount for c in costs),
+                           source='reported' if sources == {'reported'} else 'estimated')
+        return Usage(total('input_tokens'), total('output_tokens'), total('reasoning_tokens'),
+                     total('cached_tokens'), cost)
+
+    # saved form {{{
+
+    def as_dict(self):
+        return {
+            'format': FORMAT, 'id': self.id, 'created': self.created, 'library_id': self.library_id,
+            'provider': self.provider, 'model': self.model, 'language': self.language,
+            'books': [book_as_dict(b) for b in self.books],
+            'turns': [turn_as_dict(t) for t in self.turns],
+        }
+
+    @classmethod
+    def from_dict(cls, d):
+        """Raises ValueError for something that is not a saved conversation."""
+        try:
+            conv = cls([book_from_dict(b) for b in d['books']], d.get('library_id', ''), d.get('provider', ''),
+                       d.get('model', ''), d.get('language', ''), str(d['id']), float(d.get('created') or 0))
+            conv.turns = [turn_from_dict(t) for t in d.get('turns', ())]
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            raise ValueError(f'not a saved conversation: {e}') from None
+        return conv
+
+    # }}}
+
+
+def book_as_dict(b):
+    return {'book_id': b.book_id, 'title': b.title, 'authors': list(b.authors), 'series': b.series,
+            'series_index': b.series_index, 'tags': list(b.tags), 'fields': [list(f) for f in b.fields],
+            'notes': list(b.notes)}
+
+
+def book_from_dict(d):
+    return BookInfo(int(d['book_id']), str(d['title']), tuple(d.get('authors', ())), d.get('series', ''),
+                    d.get('series_index'), tuple(d.get('tags', ())), tuple(tuple(f) for f in d.get('fields', ())),
+                    tuple(d.get('notes', ())))
+
+
+def turn_as_dict(t):
+    u = t.usage
+    return {'question': t.question, 'answer': t.answer, 'reasoning': t.reasoning, 'model': t.model,
+            'error': t.error, 'finish_reason': t.finish_reason, 'asked': t.asked,
+            'usage': None if u is None else {
+                'input_tokens': u.input_tokens, 'output_tokens': u.output_tokens,
+                'reasoning_tokens': u.reasoning_tokens, 'cached_tokens': u.cached_tokens,
+                'cost': None if u.cost is None else {'amount': u.cost.amount, 'currency': u.cost.currency,
+                                                     'source': u.cost.source, 'price_date': u.cost.price_date}}}
+
+
+def turn_from_dict(d):
+    u = d.get('usage')
+    usage = None
+    if u is not None:
+        c = u.get('cost')
+        usage = Usage(u.get('input_tokens'), u.get('output_tokens'), u.get('reasoning_tokens'),
+                      u.get('cached_tokens'), None if c is None else Cost(
+                          float(c['amount']), c.get('currency', 'USD'), c.get('source', 'reported'),
+                          c.get('price_date', '')))
+    return Turn(str(d['question']), d.get('answer', ''), d.get('reasoning', ''), d.get('model', ''), usage,
+                d.get('error', ''), d.get('finish_reason', ''), float(d.get('asked') or 0))

@@ -1,0 +1,107 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""Conversations kept across restarts: one JSON file per conversation, in
+<calibre config>/plugins/bookai-history/<library id>/, readable by the user only.
+
+A file that cannot be read is never deleted or overwritten: it is renamed to
+*.damaged beside the others, and the list reports it, so nothing is lost silently.
+"""
+
+import json
+import os
+import re
+from dataclasses import dataclass
+
+from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.settings.prefs import write_private
+
+load_translations()
+
+
+@dataclass(frozen=True)
+class Summary:
+    id: str
+    title: str
+    book_ids: tuple
+    updated: float
+    turns: int
+    provider: str
+    model: str
+
+
+class History:
+
+    def __init__(self, folder=None):
+        if folder is None:
+            from calibre.utils.config import config_dir
+            folder = os.path.join(config_dir, 'plugins', 'bookai-history')
+        self.folder = folder
+        self.damaged = []  # files set aside while listing, for a message
+
+    def library_folder(self, library_id):
+        return os.path.join(self.folder, safe_name(library_id or 'unknown'))
+
+    def path(self, library_id, conversation_id):
+        return os.path.join(self.library_folder(library_id), safe_name(conversation_id) + '.json')
+
+    def save(self, conv):
+        if not conv.turns:
+            return  # nothing said yet: nothing to keep
+        write_private(self.path(conv.library_id, conv.id), json.dumps(conv.as_dict(), ensure_ascii=False, indent=1))
+
+    def load(self, library_id, conversation_id):
+        """The conversation, or None if it is gone. Raises ValueError (and sets the file aside) if damaged."""
+        path = self.path(library_id, conversation_id)
+        try:
+            with open(path, encoding='utf-8') as f:
+                raw = f.read()
+        except FileNotFoundError:
+            return None
+        try:
+            return Conversation.from_dict(json.loads(raw))
+        except ValueError:
+            self.set_aside(path)
+            raise ValueError(_('The saved conversation in {path} could not be read. It was kept as {kept}.').format(
+                path=path, kept=path + '.damaged')) from None
+
+    def delete(self, library_id, conversation_id):
+        try:
+            os.remove(self.path(library_id, conversation_id))
+        except FileNotFoundError:
+            pass
+
+    def summaries(self, library_id, book_id=None):
+        """The conversations of a library (about book_id, when given), newest first."""
+        folder = self.library_folder(library_id)
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            if not name.endswith('.json'):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                with open(path, encoding='utf-8') as f:
+                    conv = Conversation.from_dict(json.load(f))
+            except OSError:
+                continue
+            except ValueError:
+                self.set_aside(path)
+                continue
+            if book_id is None or book_id in conv.book_ids:
+                found.append(Summary(conv.id, conv.title, conv.book_ids, conv.updated, len(conv.turns),
+                                     conv.provider, conv.model))
+        found.sort(key=lambda s: s.updated, reverse=True)
+        return found
+
+    def set_aside(self, path):
+        try:
+            os.replace(path, path + '.damaged')
+        except OSError:
+            pass
+        self.damaged.append(path + '.damaged')
+
+
+def safe_name(text):
+    return re.sub(r'[^\w.-]', '_', str(text))[:100]

@@ -1,0 +1,127 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""calibre-debug -r "Book AI" -- COMMAND, end to end: a real calibre with the plugin
+installed, a real library, and llama-server answering."""
+
+import json
+
+import pytest
+
+from calibre_plugins.bookai.conversation.books import BookLibrary
+from calibre_plugins.bookai.conversation.conversation import Conversation
+from peers import LlamaServer, http
+from sandbox import quick_start_epub
+
+TOKENS = 24
+
+
+@pytest.fixture(scope='module')
+def tiny():
+    # -n caps every answer, also the CLI's, which sends no token limit
+    with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', str(TOKENS))) as server:
+        yield server
+
+
+@pytest.fixture
+def cli(sandbox, plugin_zip):
+    sandbox.install(plugin_zip)
+
+    def run(*args, stdin=None, env=None):
+        return sandbox.run(['calibre-debug', '-r', 'Book AI', '--'] + list(args), input=stdin, env=env)
+    return run
+
+
+def direct_text(server, messages):
+    status, headers, body = http('POST', server.base_url + '/v1/chat/completions', {
+        'model': 'tiny', 'temperature': 0, 'messages': [{'role': m.role.value, 'content': m.text} for m in messages]})
+    assert status == 200, body
+    return json.loads(body)['choices'][0]['message']['content']
+
+
+def test_configure_then_ask_streams_the_servers_answer(cli, sandbox, tiny):
+    lib = sandbox.make_library(quick_start_epub())
+    r = cli('ask', '--library', lib, '--book', '1', '--prompt', 'Who wrote it?')
+    assert r.returncode == 3 and 'No provider is chosen' in r.stderr, r  # nothing configured, nothing sent
+    r = cli('configure', 'openai_compatible', f'base_url={tiny.base_url}/v1', 'model=tiny', 'temperature=0',
+            'timeout=60')
+    assert r.returncode == 0 and 'ready' in r.stdout and 'Answers come from OpenAI compatible' in r.stdout, r
+    r = cli('providers')
+    assert r.returncode == 0 and '* openai_compatible' in r.stdout and 'ready' in r.stdout, r
+    r = cli('models', 'openai_compatible')
+    assert r.returncode == 0 and r.stdout.split() == ['tiny'], r
+    r = cli('ask', '--library', lib, '--book', '1', '--action', 'summarize')
+    assert r.returncode == 0, r
+    # what the server answers to exactly the messages the conversation sends
+    books = BookLibrary.open(str(lib)).books([1])
+    expected = direct_text(tiny, Conversation(books).messages_for(
+        'Provide a concise summary of the previously described book.'))
+    assert r.stdout == expected + ('' if expected.endswith('\n') else '\n')
+    r = cli('ask', '--library', lib, '--book', '1', '--prompt', 'Who wrote it?', '--json')
+    assert r.returncode == 0, r
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    kinds = [e['type'] for e in events]
+    assert kinds[-2:] == ['usage', 'done'] and set(kinds[:-2]) == {'text'}
+    assert events[-2]['output_tokens'] == TOKENS and events[-2]['cost'] is None  # unknown, never free
+    assert ''.join(e['text'] for e in events if e['type'] == 'text') == direct_text(
+        tiny, Conversation(books).messages_for('Who wrote it?'))
+
+
+def test_the_conversation_is_kept_in_history(cli, sandbox, tiny):
+    lib = sandbox.make_library(quick_start_epub())
+    assert cli('configure', 'openai_compatible', f'base_url={tiny.base_url}/v1', 'model=tiny').returncode == 0
+    r = cli('ask', '--library', lib, '--book', '1', '--prompt', 'What is this book about?')
+    assert r.returncode == 0, r
+    history = list((sandbox.config / 'plugins' / 'bookai-history').glob('*/*.json'))
+    assert len(history) == 1
+    saved = json.loads(history[0].read_text())
+    assert saved['turns'][0]['question'] == 'What is this book about?'
+    assert saved['turns'][0]['answer'] + '\n' == r.stdout and saved['model'] == 'tiny'
+
+
+def test_an_api_key_never_comes_from_the_command_line(cli, sandbox):
+    r = cli('configure', 'openai', 'api_key=sk-visible-to-everyone')
+    assert r.returncode == 2 and 'api_key=-' in r.stderr and 'sk-visible' not in r.stderr + r.stdout, r
+    r = cli('configure', 'openai', 'api_key=-', stdin='sk-from-stdin-0123\n')
+    assert r.returncode == 0, r
+    r = cli('configure', 'anthropic', 'api_key=env:BOOKAI_TEST_KEY', env={'BOOKAI_TEST_KEY': 'sk-ant-env-0123'})
+    assert r.returncode == 0, r
+    secrets = (sandbox.config / 'plugins' / 'bookai-secrets.json').read_text()
+    settings = (sandbox.config / 'plugins' / 'bookai.json').read_text()
+    assert 'sk-from-stdin-0123' in secrets and 'sk-ant-env-0123' in secrets
+    assert 'sk-from' not in settings and 'sk-ant' not in settings
+    r = cli('providers')
+    assert 'sk-from' not in r.stdout and 'sk-ant' not in r.stdout
+    r = cli('configure', 'anthropic', 'api_key=env:BOOKAI_UNSET_VARIABLE')
+    assert r.returncode == 2 and 'BOOKAI_UNSET_VARIABLE' in r.stderr
+
+
+@pytest.mark.parametrize('args, code, said', [
+    ((), 2, 'Name a command'),
+    (('models', 'nosuch'), 2, 'no provider named "nosuch"'),
+    (('configure', 'ollama', 'colour=blue'), 2, 'has no option "colour"'),
+    (('configure', 'ollama', 'timeout=soon'), 2, 'timeout'),
+    (('configure', 'ollama', 'base_url=ftp://x'), 2, 'not an http'),
+    (('ask', '--book', '1', '--prompt', 'x'), 2, '--library'),
+    (('models', 'openai'), 3, 'needs an API key'),
+])
+def test_bad_usage_and_missing_setup_are_told_in_one_sentence(cli, args, code, said):
+    r = cli(*args)
+    assert r.returncode == code and said in r.stderr, r
+    assert 'Traceback' not in r.stderr
+
+
+def test_an_unknown_book_action_or_a_server_down_is_told_in_words(cli, sandbox):
+    lib = sandbox.make_library(quick_start_epub())
+    import socket
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        closed_port = s.getsockname()[1]
+    assert cli('configure', 'openai_compatible', f'base_url=http://127.0.0.1:{closed_port}/v1',
+               'model=tiny').returncode == 0
+    r = cli('ask', '--library', lib, '--book', '99', '--prompt', 'x')
+    assert r.returncode == 2 and 'no book with the id 99' in r.stderr, r
+    r = cli('ask', '--library', lib, '--book', '1', '--action', 'dance')
+    assert r.returncode == 2 and 'no quick action "dance"' in r.stderr and 'summarize' in r.stderr, r
+    r = cli('ask', '--library', sandbox.root / 'nowhere', '--book', '1', '--prompt', 'x')
+    assert r.returncode == 2 and 'no calibre library' in r.stderr, r
+    r = cli('ask', '--library', lib, '--book', '1', '--prompt', 'Hello?')
+    assert r.returncode == 4 and str(closed_port) in r.stderr and 'Traceback' not in r.stderr, r
