@@ -174,7 +174,7 @@ def cmd_ask(args, stdin, stdout):
     from calibre_plugins.bookai.conversation.actions import find_action, library_actions
     from calibre_plugins.bookai.conversation.books import BookLibrary
     from calibre_plugins.bookai.conversation.conversation import Conversation
-    from calibre_plugins.bookai.core.messages import Answer, Failed, TextDelta
+    from calibre_plugins.bookai.core.messages import Answer, TextDelta
     from calibre_plugins.bookai.providers.registry import chosen_provider
     library = BookLibrary.open(args.library)
     if library is None:
@@ -212,7 +212,7 @@ def cmd_ask(args, stdin, stdout):
     library.history.save(conv)
     if not args.json and answer.text and not answer.text.endswith('\n'):
         stdout.write('\n')
-    if isinstance(answer.failed, Failed):
+    if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
     return OK
 
@@ -227,11 +227,8 @@ def events_of(chunk):
     if isinstance(chunk, Failed):
         return [{'type': 'error', 'kind': type(chunk.error).__name__, 'message': chunk.message}]
     if isinstance(chunk, Done):
-        u = chunk.usage
-        cost = None if u.cost is None else {'amount': u.cost.amount, 'currency': u.cost.currency,
-                                            'source': u.cost.source, 'price_date': u.cost.price_date}
-        return [{'type': 'usage', 'input_tokens': u.input_tokens, 'output_tokens': u.output_tokens,
-                 'reasoning_tokens': u.reasoning_tokens, 'cost': cost},
+        from dataclasses import asdict
+        return [dict(type='usage', **asdict(chunk.usage)),  # tokens, and cost (None: unknown)
                 {'type': 'done', 'model': chunk.model, 'finish_reason': chunk.finish_reason,
                  'web_links': [{'title': w.title, 'url': w.url} for w in chunk.web_links]}]
     return []

@@ -10,7 +10,7 @@ disabled or edited, never deleted.
 """
 
 import string
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 load_translations()
 
@@ -33,9 +33,6 @@ class QuickAction:
             'authors': first.authors_text if first else '',
             'series': first.series if first else '',
         })
-
-    def as_dict(self):
-        return asdict(self)
 
 
 def library_actions_builtin():

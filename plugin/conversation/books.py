@@ -30,9 +30,6 @@ class BookInfo:
     def authors_text(self):
         return ' & '.join(self.authors)
 
-    def as_dict(self):
-        return {'book_id': self.book_id, 'title': self.title, 'authors': list(self.authors)}
-
 
 def book_info(db, book_id, allowed=()):
     """BookInfo for a book of a calibre library (db: the library's new_api), with the fields

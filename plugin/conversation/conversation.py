@@ -11,7 +11,7 @@ question. That is also what the "What will be sent" preview shows.
 
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from calibre_plugins.bookai.conversation.books import BookInfo, context_prompt
 from calibre_plugins.bookai.core.messages import Cost, Message, Role, Usage
@@ -133,7 +133,7 @@ class Conversation:
         return {
             'format': FORMAT, 'id': self.id, 'created': self.created, 'library_id': self.library_id,
             'provider': self.provider, 'model': self.model, 'language': self.language,
-            'books': [book_as_dict(b) for b in self.books],
+            'books': [asdict(b) for b in self.books],
             'turns': [turn_as_dict(t) for t in self.turns],
         }
 
@@ -151,12 +151,6 @@ class Conversation:
     # }}}
 
 
-def book_as_dict(b):
-    return {'book_id': b.book_id, 'title': b.title, 'authors': list(b.authors), 'series': b.series,
-            'series_index': b.series_index, 'tags': list(b.tags), 'fields': [list(f) for f in b.fields],
-            'notes': list(b.notes)}
-
-
 def book_from_dict(d):
     return BookInfo(int(d['book_id']), str(d['title']), tuple(d.get('authors', ())), d.get('series', ''),
                     d.get('series_index'), tuple(d.get('tags', ())), tuple(tuple(f) for f in d.get('fields', ())),
@@ -164,14 +158,9 @@ def book_from_dict(d):
 
 
 def turn_as_dict(t):
-    u = t.usage
     return {'question': t.question, 'answer': t.answer, 'reasoning': t.reasoning, 'model': t.model,
             'error': t.error, 'finish_reason': t.finish_reason, 'asked': t.asked,
-            'usage': None if u is None else {
-                'input_tokens': u.input_tokens, 'output_tokens': u.output_tokens,
-                'reasoning_tokens': u.reasoning_tokens, 'cached_tokens': u.cached_tokens,
-                'cost': None if u.cost is None else {'amount': u.cost.amount, 'currency': u.cost.currency,
-                                                     'source': u.cost.source, 'price_date': u.cost.price_date}}}
+            'usage': None if t.usage is None else asdict(t.usage)}
 
 
 def turn_from_dict(d):

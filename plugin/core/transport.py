@@ -54,6 +54,7 @@ IDLE_SECONDS = 30       # a kept connection idle longer than this is closed rath
 CLOSED_AT_ONCE = 2      # a server that closed a kept connection sooner than this closes them all
 MAX_REDIRECTS = 3
 RETRY_STATUSES = (429, 503, 529)
+DEFAULT_PORTS = {'http': 80, 'https': 443}
 
 
 @dataclass
@@ -384,7 +385,7 @@ class Route:
         shown_url = f'{scheme}://{parts.netloc}{parts.path}'
         if scheme not in ('http', 'https') or not host:
             return cls(scheme, host or '', 0, None, '', (), shown_url, unusable=True)
-        port = parts.port or (443 if scheme == 'https' else 80)
+        port = parts.port or DEFAULT_PORTS[scheme]
         proxy = proxy_for(scheme, host)
         target = (parts.path or '/') + ('?' + parts.query if parts.query else '')
         headers = {'User-Agent': user_agent, 'Accept-Encoding': 'identity'}
@@ -442,7 +443,7 @@ BAD_IN_VALUE = re.compile(r'[\r\n\0]|[^\x00-\xff]')  # a line break, or not Lati
 def header_lines(route, headers):
     """The header lines of a request on route, encoded and checked as http.client would."""
     host = f'[{route.host}]' if ':' in route.host else route.host
-    if route.port != (443 if route.scheme == 'https' else 80):
+    if route.port != DEFAULT_PORTS[route.scheme]:
         host += f':{route.port}'
     try:
         lines = [b'Host: ' + (host.encode('ascii') if host.isascii() else host.encode('idna'))]
