@@ -4,6 +4,7 @@
 
     sudo python3 bench/run.py first_token            (host bookworm by default)
     sudo python3 bench/run.py stream_memory --host noai
+    sudo python3 bench/run.py chat_render
 
 Benchmarks that need calibre's runtime (the providers) run under calibre-debug
 there, in the host's own network namespace with only loopback, starting the
@@ -21,7 +22,7 @@ import hosts  # noqa: E402
 
 SCRIPT = '''
 set -e
-export CALIBRE_CONFIG_DIRECTORY="$(mktemp -d)" CALIBRE_CACHE_DIRECTORY="$(mktemp -d)"
+export QT_QPA_PLATFORM=offscreen CALIBRE_CONFIG_DIRECTORY="$(mktemp -d)" CALIBRE_CACHE_DIRECTORY="$(mktemp -d)"
 stage="$(mktemp -d)"
 python3 build.py stage --out "$stage" >/dev/null
 calibre-customize -b "$stage" >/dev/null
@@ -31,7 +32,7 @@ exec calibre-debug -e "bench/$1.py"
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('bench', choices=['first_token', 'stream_memory'])
+    ap.add_argument('bench', choices=['first_token', 'stream_memory', 'chat_render'])
     ap.add_argument('--host', default='bookworm', choices=list(hosts.HOSTS))
     a = ap.parse_args()
     return hosts.run(a.host, ['sh', '-c', SCRIPT, 'sh', a.bench], check=False, isolated=True).returncode

@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
-DEMO = PROJECT / 'build' / 'demo'
+DEMO = Path(os.environ.get('BOOKAI_DEMO_DIR') or PROJECT / 'build' / 'demo')
 QUICK_START = Path('/usr/share/calibre/quick_start')
 DEMO_LANGUAGES = ('eng', 'deu', 'fra', 'ita')
 
@@ -38,14 +38,36 @@ def say(*args):
     print('[demo]', *args, flush=True)
 
 
-NEEDED = {'calibre-debug': 'calibre', 'cmake': 'cmake', 'c++': 'g++'}  # command: Debian package
+NEEDED = {'calibre-debug': 'calibre'}  # command: Debian package
+TO_MAKE_THE_MODEL = {'cmake': 'cmake', 'c++': 'g++'}
+
+
+def peers_folder():
+    """Where dev/peers.py keeps llama.cpp's server and the model: the tests' folder when
+    run by them ($BOOKAI_PEERS), else the machine's cache, else one in the demo folder."""
+    if os.environ.get('BOOKAI_PEERS'):
+        return os.environ['BOOKAI_PEERS']
+    peers_dir = os.environ.get('BOOKAI_PEERS_DIR', '/var/cache/bookai-peers')
+    if not os.access(os.path.dirname(peers_dir.rstrip('/')) or '/', os.W_OK) and not os.path.isdir(peers_dir):
+        peers_dir = str(DEMO / 'peers')
+    return peers_dir
+
+
+def model_is_made(peers_dir):
+    import runpy
+    gguf = runpy.run_path(str(PROJECT / 'dev' / 'peers.py'))['SMOLLM2_GGUF'][0]
+    return Path(peers_dir, 'bin', 'llama-server').exists() and Path(peers_dir, 'models', Path(gguf).name).exists()
 
 
 def ensure_tools():
-    """calibre, and what dev/peers.py needs to build llama.cpp's server."""
-    missing = sorted({pkg for cmd, pkg in NEEDED.items() if not shutil.which(cmd)})
+    """calibre, and what dev/peers.py needs to build llama.cpp's server (when not made yet)."""
+    needed = dict(NEEDED)
+    if not model_is_made(peers_folder()):
+        needed.update(TO_MAKE_THE_MODEL)
+    missing = sorted({pkg for cmd, pkg in needed.items() if not shutil.which(cmd)})
     try:
-        import pip  # noqa: F401
+        if len(needed) > len(NEEDED):
+            import pip  # noqa: F401
     except ImportError:
         missing.append('python3-pip')
     if not missing:
@@ -61,9 +83,7 @@ def ensure_tools():
 
 def local_model():
     """llama.cpp's server with SmolLM2, made once (dev/peers.py); started by `with`."""
-    peers_dir = os.environ.get('BOOKAI_PEERS_DIR', '/var/cache/bookai-peers')
-    if not os.access(os.path.dirname(peers_dir.rstrip('/')) or '/', os.W_OK) and not os.path.isdir(peers_dir):
-        peers_dir = str(DEMO / 'peers')
+    peers_dir = peers_folder()
     say('local model: llama.cpp\'s server with SmolLM2 (made the first time, then cached in', peers_dir + ')')
     subprocess.run([sys.executable, PROJECT / 'dev' / 'peers.py', 'setup', 'llama-server', 'smollm2'], check=True,
                    env=dict(os.environ, BOOKAI_PEERS_DIR=peers_dir), stdout=subprocess.DEVNULL)
@@ -115,7 +135,8 @@ def main(argv=None):
     if a.fresh and DEMO.exists():
         shutil.rmtree(DEMO)
     env = sandbox_env()
-    out = subprocess.run([sys.executable, PROJECT / 'build.py'], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, PROJECT / 'build.py', 'zip', '--out', DEMO / 'dist'], check=True,
+                         capture_output=True, text=True).stdout
     zip_path = Path(out.split()[0])
     say('built', out.strip())
     run(['calibre-customize', '-a', zip_path], env, stdout=subprocess.DEVNULL)
@@ -147,14 +168,19 @@ def open_calibre(library, env):
     report_path = DEMO / 'main-window.json'
     say('no display here: starting calibre headless')
     probe = PROJECT / 'tests' / 'hosts' / 'probes' / 'main_window.py'
+    # the probe selects book 1, opens Discuss and clicks the Summarize quick action
     run(['calibre-debug', '-e', probe, library], dict(env, BOOKAI_PROBE_OUT=str(report_path),
-        BOOKAI_PROBE_SCREENSHOT=str(shot)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        BOOKAI_PROBE_SCREENSHOT=str(shot), BOOKAI_PROBE_DISCUSS='Summarize', BOOKAI_PROBE_SHOTS=str(DEMO),
+        BOOKAI_PROBE_TIMEOUT='600'), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     report = json.loads(report_path.read_text())
     ai = report.get('book_ai') or {}
+    menu = [t.replace('&', '').split('\t')[0] for t in ai.get('menu') or []]
     say(f'calibre started with {len(report.get("iactions", []))} actions; Book AI on the toolbar: '
-        f'{ai.get("on_main_toolbar", False)}; its menu: {", ".join(ai.get("menu") or [])}')
-    say(f'screenshot of calibre\'s window: {shot}')
-    return 0 if ai.get('on_main_toolbar') else 1
+        f'{ai.get("on_main_toolbar", False)}; its menu: {", ".join(menu)}')
+    say(f'the discussion window answered "{report.get("question", "")}":')
+    print(report.get('answer') or report.get('error') or '(no answer)', flush=True)
+    say(f'screenshots: {shot}, {DEMO / "discussion-in-calibre.png"}, {DEMO / "settings_from_menu.png"}')
+    return 0 if ai.get('on_main_toolbar') and report.get('answer') else 1
 
 
 if __name__ == '__main__':

@@ -22,6 +22,19 @@ class BookAI(InterfaceActionBase):
     supported_platforms = ['windows', 'osx', 'linux']
     actual_plugin = 'calibre_plugins.bookai.library.action:BookAIAction'
 
+    def is_customizable(self):
+        return True
+
+    def config_widget(self):
+        """Preferences → Plugins → Customize: the same settings as the Book AI menu's."""
+        from calibre.gui2.ui import get_gui
+        from calibre_plugins.bookai.gui.settings import SettingsWidget
+        gui = get_gui()
+        return SettingsWidget(gui.current_db.new_api if gui is not None else None)
+
+    def save_settings(self, config_widget):
+        config_widget.commit()
+
     def cli_main(self, argv):
         """calibre-debug -r "Book AI" -- COMMAND (see cli.py)."""
         import sys

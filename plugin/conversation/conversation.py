@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field, replace
 from calibre_plugins.bookai.conversation.books import BookInfo, context_prompt
 from calibre_plugins.bookai.core.messages import Cost, Message, Role, Usage
 
+load_translations()
+
 FORMAT = 1  # of the saved form
 
 
@@ -174,3 +176,22 @@ def turn_from_dict(d):
                           c.get('price_date', '')))
     return Turn(str(d['question']), d.get('answer', ''), d.get('reasoning', ''), d.get('model', ''), usage,
                 d.get('error', ''), d.get('finish_reason', ''), float(d.get('asked') or 0))
+
+
+def usage_text(usage, local=False):
+    """Tokens and cost in words: '1,234 tokens in, 56 out · about $0.0012'. Cost that is not
+    known is said to be unknown, never shown as free, unless the model runs on this computer."""
+    parts = []
+    if usage.input_tokens is not None or usage.output_tokens is not None:
+        parts.append(_('{input} tokens in, {output} out').format(
+            input=f'{usage.input_tokens or 0:,}', output=f'{usage.output_tokens or 0:,}'))
+    cost = usage.cost
+    if cost is None:
+        if parts:
+            parts.append(_('no cost: runs on this computer') if local else _('cost unknown'))
+    else:
+        amount = f'{cost.amount:.4f}' if cost.amount < 0.01 else f'{cost.amount:.2f}'
+        money = f'${amount}' if cost.currency == 'USD' else f'{amount} {cost.currency}'
+        parts.append(money if cost.source == 'reported' else _('about {money} (prices of {date})').format(
+            money=money, date=cost.price_date))
+    return ' · '.join(parts)

@@ -34,3 +34,37 @@ def run_in_thread(work, on_done, parent):
 
     threading.Thread(target=target, daemon=True, name='BookAI-worker').start()
     return relay
+
+
+class StreamRelay(QObject):
+    """Carries a provider's answer stream from its thread to the GUI thread.
+
+    It belongs to the application, not to the window that asked, so it outlives a
+    window closed mid-answer; the window's slots are disconnected with the window,
+    and the relay deletes itself when the stream has ended."""
+
+    chunk = pyqtSignal(object)
+    ended = pyqtSignal()
+
+
+def stream_in_thread(provider, messages, on_chunk, use_model='', cancel=None):
+    """Read provider.text_chat(messages) in a thread; on_chunk(chunk) is called on the
+    GUI thread for each chunk (the last one is a Done or a Failed). The CancelToken
+    given (or made) stops it: the stream then ends with a cancelled Done."""
+    from qt.core import QApplication
+    from calibre_plugins.bookai.core.transport import CancelToken
+    cancel = cancel or CancelToken()
+    relay = StreamRelay(QApplication.instance())
+    relay.chunk.connect(on_chunk)
+    relay.ended.connect(relay.deleteLater)
+
+    def target():
+        try:  # text_chat never raises: errors arrive as a Failed chunk
+            for chunk in provider.text_chat(messages, use_model=use_model, cancel=cancel):
+                relay.chunk.emit(chunk)
+            relay.ended.emit()
+        except RuntimeError:  # the application is gone (calibre quit mid-answer)
+            cancel.cancel()
+
+    threading.Thread(target=target, daemon=True, name='BookAI-stream').start()
+    return cancel

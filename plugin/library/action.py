@@ -1,7 +1,7 @@
 # License: GPLv3 Copyright: the Book AI developers
 """The "Book AI" button and menu of calibre's main window."""
 
-from qt.core import QMenu, QToolButton
+from qt.core import QMenu, Qt, QToolButton
 
 from calibre.gui2.actions import InterfaceAction
 
@@ -18,26 +18,68 @@ FIRST_RUN_PLACES = ('toolbar', 'context-menu')
 PLACE_AFTER = 'View'
 
 
+# Default keys: free on every host (calibre 8.16+ has Ctrl+Alt+A and Ctrl+Shift+A for its own AI).
+# Users change them in Preferences → Shortcuts, where they are listed under Book AI.
+DISCUSS_KEYS = ('Ctrl+Alt+D',)
+READ_NEXT_KEYS = ('Ctrl+Alt+N',)
+
+
 class BookAIAction(InterfaceAction):
 
     name = 'Book AI'
     action_spec = (_('Book AI'), None, _('Discuss your books with AI'), None)
-    popup_type = QToolButton.ToolButtonPopupMode.InstantPopup
+    popup_type = QToolButton.ToolButtonPopupMode.MenuButtonPopup
     action_type = 'current'
+    dont_add_to = frozenset(('context-menu-device',))
 
     def genesis(self):
+        self.windows = []
         self.qaction.setIcon(plugin_icon('bookai'))
-        self.menu = QMenu(self.gui)
-        self.qaction.setMenu(self.menu)
-        self.create_menu_action(
-            self.menu, 'bookai-about', _('About Book AI'), triggered=self.show_about,
-            description=_('What Book AI is, and what it sends where'))
+        self.qaction.triggered.connect(self.discuss)
+        self.menu = m = QMenu(self.gui)
+        self.qaction.setMenu(m)
+        cm = self.create_menu_action
+        cm(m, 'bookai-discuss', _('&Discuss selected book(s)'), shortcut=DISCUSS_KEYS, triggered=self.discuss,
+           description=_('Open a conversation about the selected books'))
+        self.quick_menu = m.addMenu(_('&Quick actions'))
+        self.quick_menu.aboutToShow.connect(self.fill_quick_menu)
+        cm(m, 'bookai-read-next', _('Ask for what to &read next'), shortcut=READ_NEXT_KEYS,
+           triggered=self.read_next, description=_('Ask for books to read after the selected ones'))
+        m.addSeparator()
+        cm(m, 'bookai-history', _('&History'), shortcut=None, triggered=self.show_history,
+           description=_('Conversations kept for this library'))
+        cm(m, 'bookai-settings', _('&Settings'), shortcut=None, triggered=self.show_settings,
+           description=_('Provider, quick actions, what is sent'))
+        cm(m, 'bookai-about', _('About Book AI'), shortcut=False, triggered=self.show_about,
+           description=_('What Book AI is, and what it sends where'))
+
+    def fill_quick_menu(self):
+        from calibre_plugins.bookai.conversation.actions import library_actions
+        self.quick_menu.clear()
+        for action in library_actions():
+            self.quick_menu.addAction(action.label).triggered.connect(
+                lambda checked=False, a=action: self.discuss(action=a))
 
     def initialization_complete(self):
         prefs = plugin_prefs()
         if not prefs['toolbar_placed']:
             self.place_once()
             prefs['toolbar_placed'] = True
+        self.add_to_calibres_menus()
+
+    def add_to_calibres_menus(self):
+        """An entry in calibre's View and Similar books menus, where calibre 8.11+ has its own:
+        ours always name Book AI, and calibre's are left as they are."""
+        for name, unique, text, slot in (
+                ('View', 'bookai-view-discuss', _('Discuss selected book(s) with Book AI'), self.discuss),
+                ('Similar Books', 'bookai-similar-read-next', _('Ask Book AI for what to read next'),
+                 self.read_next)):
+            other = self.gui.iactions.get(name)
+            menu = other.qaction.menu() if other is not None else None
+            if menu is not None:
+                menu.addSeparator()
+                ac = self.create_menu_action(menu, unique, text, shortcut=False, triggered=slot)
+                ac.setIcon(plugin_icon('bookai'))
 
     def place_once(self):
         """Put the button on the main toolbar and in the book list's context menu.
@@ -58,6 +100,73 @@ class BookAIAction(InterfaceAction):
         self.gui.bars_manager.init_bars()
         self.gui.bars_manager.update_bars()
         self.gui.build_context_menus()
+
+    # the features {{{
+
+    def selected_ids(self):
+        ids = list(self.gui.library_view.get_selected_ids())
+        if not ids:
+            from calibre.gui2 import error_dialog
+            error_dialog(self.gui, _('No books selected'), _('Select one or more books to discuss first.'),
+                         show=True)
+        return ids
+
+    def library(self):
+        from calibre_plugins.bookai.conversation.books import BookLibrary
+        return BookLibrary(self.gui.current_db.new_api)
+
+    def discuss(self, checked=False, action=None):
+        ids = self.selected_ids()
+        if not ids:
+            return
+        from calibre_plugins.bookai.conversation.conversation import Conversation
+        library = self.library()
+        w = self.open_window(library, Conversation.about(library, ids))
+        if action is not None:
+            w.run_action(action)
+
+    def read_next(self):
+        from calibre_plugins.bookai.conversation.actions import find_action, library_actions
+        action = find_action(library_actions(include_disabled=True), 'read_next')
+        self.discuss(action=action)
+
+    def open_window(self, library, conversation):
+        from calibre_plugins.bookai.library.discussion import DiscussionWindow
+        w = DiscussionWindow(library, conversation, self.gui, on_saved=self.refresh_books)
+        self.windows.append(w)
+        w.destroyed.connect(lambda obj=None, w=w: self.windows.remove(w) if w in self.windows else None)
+        w.show()
+        w.raise_()
+        return w
+
+    def refresh_books(self, ids):
+        view = self.gui.library_view
+        view.model().refresh_ids(ids, current_row=view.currentIndex().row())  # the book details too
+
+    def show_history(self):
+        from calibre_plugins.bookai.library.history_window import HistoryWindow
+        library = self.library()
+        ids = self.gui.library_view.get_selected_ids()
+        w = HistoryWindow(library, lambda conv: self.open_window(library, conv), ids, self.gui)
+        w.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        w.show()  # not modal: the conversations it opens can be used while it stays open
+
+    def show_settings(self):
+        from calibre_plugins.bookai.gui.settings import show_settings
+        show_settings(self.gui, self.gui.current_db.new_api)
+
+    def library_changed(self, db):
+        """Windows about another library's books close (their conversations are in the History)."""
+        for w in list(self.windows):
+            if w.library.library_id != db.library_id:
+                w.close()
+
+    def shutting_down(self):
+        for w in list(self.windows):
+            w.close()
+        return True
+
+    # }}}
 
     def show_about(self):
         from calibre.gui2 import info_dialog

@@ -55,5 +55,9 @@ def plugin_prefs():
             'library_actions': [],    # the quick actions as edited: [{name, label, template, enabled}]
             'book_fields': [],        # fields sent besides title and authors (standard names, #custom)
             'answer_language': 'interface',  # 'interface', 'never', or a language named in English
+            # before sending to an online (not local) provider, show what will be sent:
+            # 'first' (a conversation's first question), 'always', or 'never'
+            'confirm_send': 'first',
+            'save_field': 'comments',  # where "Save to book" appends: comments or a #column of comments type
         })
     return _prefs

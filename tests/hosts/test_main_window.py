@@ -1,7 +1,19 @@
 # License: GPLv3 Copyright: the Book AI developers
 """The Book AI button in calibre's real main window, started headless."""
 
+import json
+
+import pytest
+
+from peers import LlamaServer, http
 from sandbox import PLUGIN_NAME, tracebacks
+
+MENU = ['Discuss selected book(s)', 'Quick actions', 'Ask for what to read next', 'History', 'Settings',
+        'About Book AI']
+
+
+def texts(items):
+    return [t.replace('&', '').split('\t')[0] for t in items]
 
 
 def start(sandbox, library, screenshot=None, **env):
@@ -21,7 +33,7 @@ def test_first_run_puts_the_button_on_the_toolbar(sandbox, plugin_zip, library, 
     assert PLUGIN_NAME in report['iactions'] and ai is not None
     assert ai['on_main_toolbar'] and ai['text'] == 'Book AI'
     assert ai['tooltip'] == 'Discuss your books with AI'
-    assert ai['menu'] == ['About Book AI']
+    assert texts(ai['menu']) == MENU
     assert not ai['icon_is_null'] and ai['icon_variant'] == 'light'
     toolbar = report['layout']['toolbar']
     assert toolbar.count(PLUGIN_NAME) == 1 and toolbar[toolbar.index('View') + 1] == PLUGIN_NAME
@@ -71,4 +83,42 @@ def test_german_menu(sandbox, plugin_zip, library, artifacts):
     sandbox.install(plugin_zip)
     ai = start(sandbox, library, screenshot=artifacts / 'main-window-de.png', CALIBRE_OVERRIDE_LANG='de')['book_ai']
     assert ai['tooltip'] == 'Mit einer KI über Ihre Bücher sprechen'
-    assert ai['menu'] == ['Über Book AI']
+    assert texts(ai['menu'])[-1] == 'Über Book AI'
+    assert texts(ai['menu'])[0] == 'Ausgewählte Bücher besprechen'
+
+
+def test_entries_in_calibres_menus_and_free_shortcuts(sandbox, plugin_zip, library, host):
+    sandbox.install(plugin_zip)
+    report = start(sandbox, library)
+    assert 'Discuss selected book(s) with Book AI' in texts(report['view_menu'])
+    assert 'Ask Book AI for what to read next' in texts(report['similar_menu'])
+    # calibre's own AI entry is left where it is on the calibre that has one
+    assert ('Discuss selected book(s) with AI' in texts(report['view_menu'])) == (host == 'forky')
+    sc = report['shortcuts']
+    assert sc['discuss']['keys'] == ['Ctrl+Alt+D'] and sc['discuss']['also_wanted_by'] == []
+    assert sc['read-next']['keys'] == ['Ctrl+Alt+N'] and sc['read-next']['also_wanted_by'] == []
+    assert sc['history']['keys'] == [] and sc['settings']['keys'] == []  # listed, for the user to set
+
+
+@pytest.fixture(scope='module')
+def tiny():
+    with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', '32')) as server:
+        yield server
+
+
+def test_discuss_a_book_in_calibre(sandbox, plugin_zip, library, tiny, artifacts):
+    sandbox.install(plugin_zip)
+    r = sandbox.run(['calibre-debug', '-r', 'Book AI', '--', 'configure', 'openai_compatible',
+                     f'base_url={tiny.base_url}/v1', 'model=tiny', 'temperature=0'])
+    assert r.returncode == 0, r
+    report = start(sandbox, library, BOOKAI_PROBE_DISCUSS='Summarize', BOOKAI_PROBE_SHOTS=str(artifacts))
+    assert report['window_title'] == 'Quick Start Guide — Book AI'
+    assert report['quick_actions'] == ['Summarize', 'Chapters', 'Read next', 'Universe', 'Series']
+    assert report['question'] == 'Provide a concise summary of the previously described book.'
+    status, headers, body = http('POST', tiny.base_url + '/v1/chat/completions', {
+        'model': 'tiny', 'temperature': 0, 'messages': [{'role': 'system', 'content': report['messages'][0]},
+                                                        {'role': 'user', 'content': report['question']}]})
+    assert not report['error'] and report['answer'] == json.loads(body)['choices'][0]['message']['content']
+    assert report['settings_from_menu'] == 'Book AI settings'
+    assert report['settings_from_preferences']  # calibre's Customize dialog opened with our settings
+    assert (artifacts / 'settings_from_preferences.png').stat().st_size > 10_000

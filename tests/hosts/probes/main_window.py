@@ -51,10 +51,35 @@ def describe_action(gui, name):
         'tooltip': ac.qaction.toolTip(),
         'icon_is_null': ac.qaction.icon().isNull(),
         'icon_variant': icon_variant(ac),
-        'menu': [a.text() for a in menu.actions()] if menu is not None else None,
+        'menu': [a.text() for a in menu.actions() if not a.isSeparator()] if menu is not None else None,
         'on_main_toolbar': ac.qaction in main_bar.added_actions,
         'version': list(ac.interface_action_base_plugin.version),
     }
+
+
+def menu_texts(gui, name):
+    ac = gui.iactions.get(name)
+    menu = ac.qaction.menu() if ac is not None else None
+    return [a.text() for a in menu.actions() if not a.isSeparator()] if menu is not None else None
+
+
+def shortcuts(gui):
+    """Book AI's shortcuts: the keys each got, and what else in calibre wants those keys."""
+    from qt.core import QAction, QKeySequence
+    fmt = QKeySequence.SequenceFormat.PortableText
+    ours = {u: s for u, s in gui.keyboard.shortcuts.items() if 'bookai-' in u}
+    result = {}
+    for unique, sc in ours.items():
+        keys = [k.toString(fmt) for k in gui.keyboard.keys_map.get(unique, ())]
+        defaults = [QKeySequence(k, fmt).toString(fmt) for k in sc['default_keys']]
+        others = sorted(s['name'] for u, s in gui.keyboard.shortcuts.items() if u != unique and any(
+            QKeySequence(k, fmt).toString(fmt) in defaults for k in s['default_keys']))
+        ours_actions = {s['action'] for s in ours.values()}
+        others += sorted({a.text() for a in gui.findChildren(QAction) if a not in ours_actions and any(
+            k.toString(fmt) in defaults for k in a.shortcuts())})
+        result[unique.rpartition('bookai-')[2]] = {'name': sc['name'], 'defaults': defaults, 'keys': keys,
+                                                   'also_wanted_by': others}
+    return result
 
 
 def probe(gui):
@@ -64,10 +89,70 @@ def probe(gui):
     report['layout'] = {k: [x for x in (gprefs.get('action-layout-' + k) or ())]
                         for k in ('toolbar', 'context-menu')}
     report['book_ai'] = describe_action(gui, 'Book AI')
+    report['view_menu'] = menu_texts(gui, 'View')
+    report['similar_menu'] = menu_texts(gui, 'Similar Books')
+    report['shortcuts'] = shortcuts(gui)
     if report.screenshot:
         report['screenshot'] = gui.grab().save(report.screenshot)
     report.write()
+    if os.environ.get('BOOKAI_PROBE_DISCUSS'):
+        return discuss(gui)
     gui.quit(confirm_quit=False)
+
+
+def discuss(gui):
+    """Select the first book, press the Discuss shortcut's action, run a quick action, wait for
+    the answer, open the settings both ways; screenshots of each."""
+    from qt.core import QApplication, QTimer
+    shots = os.environ.get('BOOKAI_PROBE_SHOTS', '')
+    gui.library_view.select_rows([1])
+    ac = gui.iactions['Book AI']
+    (discuss_action,) = [s['action'] for u, s in gui.keyboard.shortcuts.items() if u.endswith('bookai-discuss')]
+    discuss_action.trigger()
+    (w,) = ac.windows
+    report['window_title'] = w.windowTitle()
+    report['quick_actions'] = [b.text() for b in w.action_buttons]
+    next(b for b in w.action_buttons if b.text() == os.environ['BOOKAI_PROBE_DISCUSS']).click()
+
+    def wait():
+        if w.cancel is not None:
+            return QTimer.singleShot(50, wait)
+        turn = w.conv.turns[-1]
+        report['answer'] = turn.answer
+        report['error'] = turn.error
+        report['messages'] = [m.text for m in w.conv.messages_for(turn.question)[:-1]]
+        report['question'] = turn.question
+        report['chat_text'] = w.chat.toPlainText()
+        if shots:
+            w.grab().save(os.path.join(shots, 'discussion-in-calibre.png'))
+        report.write()
+        settings_by_menu()
+
+    def grab_modal(name, then):
+        d = QApplication.activeModalWidget()
+        if d is None:
+            return QTimer.singleShot(50, lambda: grab_modal(name, then))
+        report[name] = d.windowTitle()
+        if shots:
+            d.grab().save(os.path.join(shots, name + '.png'))
+        d.reject()
+        QTimer.singleShot(0, then)
+
+    def settings_by_menu():
+        QTimer.singleShot(50, lambda: grab_modal('settings_from_menu', customize))
+        ac.show_settings()
+
+    def customize():
+        from calibre.customize.ui import find_plugin
+        QTimer.singleShot(50, lambda: grab_modal('settings_from_preferences', done))
+        find_plugin('Book AI').do_user_config(gui)
+
+    def done():
+        report.write()
+        w.close()
+        gui.quit(confirm_quit=False)
+
+    QTimer.singleShot(50, wait)
 
 
 def no_usb_scan():

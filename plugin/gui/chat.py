@@ -1,0 +1,268 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""The conversation as the reader sees it: questions, rendered answers, errors, and
+the links under each reply (Copy, Show reasoning, Save).
+
+A streaming answer is not re-rendered as a whole on every chunk: its finished
+blocks (render.stable_end) are rendered once and inserted; only the unfinished
+tail is replaced, on a short timer, so the cost of an answer grows with its
+length, not with its square. When the answer ends, its region alone is rendered
+again once, complete.
+
+Links in the conversation are handled here: ours (scheme "bookai:") become the
+link_activated signal, http and https ones open in the browser only when
+clicked, and the document never loads a resource from anywhere.
+"""
+
+from html import escape
+
+from qt.core import QFrame, QTextBlockFormat, QTextBrowser, QTextCharFormat, QTextCursor, QTimer, pyqtSignal
+
+from calibre_plugins.bookai.gui.render import markdown_to_html, renderer, stable_end
+
+load_translations()
+
+FLUSH_INTERVAL = 40  # ms between two renders of a streaming tail
+ERROR_COLOR = '#c0392b'
+MUTED_COLOR = '#7f8c8d'
+
+
+def link(target, text, title=''):
+    t = f' title="{escape(title)}"' if title else ''
+    return f'<a href="bookai:{target}"{t} style="text-decoration:none">{escape(text)}</a>'
+
+
+def question_html(text):
+    body = escape(text).replace('\n', '<br>')
+    return (f'<p style="margin-top:14px; margin-bottom:4px"><b>{escape(_("You"))}</b></p>'
+            f'<p style="margin-top:0">{body}</p>')
+
+
+def header_html(text):
+    return f'<p style="margin-top:10px; margin-bottom:4px"><b>{escape(text)}</b></p>'
+
+
+def muted_html(text):
+    return f'<p style="color:{MUTED_COLOR}"><i>{escape(text)}</i></p>'
+
+
+class ChatView(QTextBrowser):
+
+    link_activated = pyqtSignal(str, int)  # what ('copy', 'reasoning', 'save', 'retry', 'settings'), turn index
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.anchorClicked.connect(self.on_link)
+        self.document().setUndoRedoEnabled(False)  # read-only: no undo history growing with every update
+        self.reasoning_shown = set()
+        self.stream = None
+        self.flush_timer = t = QTimer(self)
+        t.setSingleShot(True)
+        t.setInterval(FLUSH_INTERVAL)
+        t.timeout.connect(self.flush)
+        renderer()  # python-markdown is loaded with the window, not during the first answer
+
+    # nothing is ever fetched: not a remote image, not a local file
+    def loadResource(self, kind, url):
+        return None
+
+    def on_link(self, url):
+        if url.scheme() == 'bookai':
+            what, _sep, index = url.path().partition('/')
+            self.link_activated.emit(what, int(index) if index.isdigit() else -1)
+        elif url.scheme() in ('http', 'https', 'mailto'):
+            from calibre.gui2 import open_url
+            open_url(url)
+
+    # the whole conversation {{{
+
+    def show_conversation(self, turns, assistant, intro_html=''):
+        """Render everything (on opening, and when a reply's reasoning is shown or hidden)."""
+        self.stop_stream()
+        parts = [intro_html] if intro_html else []
+        for i, turn in enumerate(turns):
+            parts.append(question_html(turn.question))
+            parts.append(self.turn_answer_html(i, turn, assistant))
+        self.setHtml(''.join(parts))
+        self.scroll_to_bottom()
+
+    def turn_answer_html(self, index, turn, assistant):
+        parts = [header_html(turn.model or assistant)]
+        if turn.reasoning and index in self.reasoning_shown:
+            parts.append(f'<blockquote style="color:{MUTED_COLOR}">{markdown_to_html(turn.reasoning)}</blockquote>')
+        if turn.answer:
+            parts.append(markdown_to_html(turn.answer))
+        parts.append(self.turn_footer_html(index, turn))
+        return ''.join(parts)
+
+    def turn_footer_html(self, index, turn):
+        """What follows an answer: how it ended when that is worth saying, an error, the links."""
+        parts = []
+        if turn.finish_reason == 'cancelled':
+            parts.append(muted_html(_('Stopped.')))
+        elif turn.finish_reason == 'length':
+            parts.append(muted_html(_('The answer was cut off: it reached the length limit.')))
+        if turn.error:
+            parts.append(f'<p style="color:{ERROR_COLOR}">{escape(turn.error)}</p>')
+            parts.append('<p>' + link(f'retry/{index}', _('Retry'), _('Ask this question again')) + '</p>')
+        links = []
+        if turn.answer:
+            links.append(link(f'copy/{index}', _('Copy'), _('Copy this reply')))
+        if turn.reasoning:
+            text = _('Hide reasoning') if index in self.reasoning_shown else _('Show reasoning')
+            links.append(link(f'reasoning/{index}', text, _('What the model thought before answering')))
+        if turn.answer:
+            links.append(link(f'save/{index}', _('Save to book'), _('Append this reply to the book\'s metadata')))
+        if links:
+            parts.append(f'<p style="margin-bottom:8px">{" &nbsp;·&nbsp; ".join(links)}</p>')
+        return ''.join(parts)
+
+    def toggle_reasoning(self, index):
+        self.reasoning_shown ^= {index}
+
+    def show_message(self, html):
+        self.stop_stream()
+        self.setHtml(html)
+
+    def append_html(self, html):
+        c = self.end_cursor()
+        c.insertBlock()
+        c.insertHtml(html)
+
+    # }}}
+
+    # one answer as it streams {{{
+
+    def begin_answer(self, question, header):
+        """Show the question and where the answer will come; the answer streams in after."""
+        self.stop_stream()
+        at_bottom = self.at_bottom()
+        self.append_html(question_html(question))
+        c = self.end_cursor()
+        c.insertBlock()
+        self.stream = Stream(c.position())  # the answer's region: header, finished blocks, tail
+        c.insertHtml(header_html(header))
+        c.insertBlock()
+        self.stream.tail_start = self.stream.body_start = c.position()
+        self.render_tail(muted_html(_('Waiting for the answer…')))
+        if at_bottom:
+            self.scroll_to_bottom()
+
+    def add_text(self, text):
+        if self.stream is not None and text:
+            self.stream.arrived.append(text)
+            self.stream.dirty = True
+            if not self.flush_timer.isActive():
+                self.flush_timer.start()
+
+    def add_reasoning(self, text):
+        s = self.stream
+        if s is not None and text:
+            s.reasoning_chars += len(text)
+            if not s.has_text:
+                s.dirty = True
+                if not self.flush_timer.isActive():
+                    self.flush_timer.start()
+
+    def flush(self):
+        """Render what arrived: newly finished blocks once, then the tail again. Only the text not
+        yet rendered as finished blocks is looked at, so each update costs what arrived plus the tail."""
+        s = self.stream
+        if s is None or not s.dirty:
+            return
+        s.dirty = False
+        at_bottom = self.at_bottom()
+        if not s.has_text and not s.arrived:
+            self.render_tail(muted_html(_('Thinking…')))
+        else:
+            s.has_text = True
+            text = s.tail + ''.join(s.arrived)
+            s.arrived = []
+            end = stable_end(text)
+            if end:
+                self.render_tail(markdown_to_html(text[:end]))  # finished blocks, rendered once
+                c = self.end_cursor()
+                c.insertBlock()
+                s.tail_start = c.position()
+                text = text[end:]
+            s.tail = text
+            self.render_tail(markdown_to_html(text))
+        if at_bottom:
+            self.scroll_to_bottom()
+
+    def render_tail(self, html):
+        """Replace what follows the stream's finished blocks with html."""
+        c = QTextCursor(self.document())
+        c.setPosition(self.stream.tail_start)
+        c.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        c.removeSelectedText()
+        # the emptied block may keep the format of what was there (a list item, a heading): reset it
+        if c.currentList() is not None:
+            c.currentList().remove(c.block())
+        c.setBlockFormat(QTextBlockFormat())
+        c.setCharFormat(QTextCharFormat())
+        if html:
+            c.insertHtml(html)
+
+    def end_answer(self, index, turn, assistant):
+        """The answer is complete (or failed, or stopped). What was rendered as it streamed
+        stays: only the rest of the text, the links under it and its header are rendered, so
+        the end of a long answer costs no more than any update."""
+        s = self.stream
+        if s is None:
+            return
+        self.flush_timer.stop()
+        at_bottom = self.at_bottom()
+        if s.arrived or s.has_text:
+            s.dirty = True
+            self.flush()
+        else:
+            self.render_tail('')  # "Waiting…" or "Thinking…" goes
+        footer = self.turn_footer_html(index, turn)
+        if footer:
+            c = self.end_cursor()
+            c.insertBlock()
+            c.insertHtml(footer)
+        c = QTextCursor(self.document())
+        c.setPosition(s.start)
+        c.setPosition(s.body_start, QTextCursor.MoveMode.KeepAnchor)
+        c.insertHtml(header_html(turn.model or assistant))
+        c.insertBlock()
+        self.stream = None
+        if at_bottom:
+            self.scroll_to_bottom()
+
+    def stop_stream(self):
+        self.flush_timer.stop()
+        self.stream = None
+
+    # }}}
+
+    def end_cursor(self):
+        c = QTextCursor(self.document())
+        c.movePosition(QTextCursor.MoveOperation.End)
+        return c
+
+    def at_bottom(self):
+        sb = self.verticalScrollBar()
+        return sb.value() >= sb.maximum() - 4
+
+    def scroll_to_bottom(self):
+        sb = self.verticalScrollBar()
+        sb.setValue(sb.maximum())
+
+
+class Stream:
+
+    def __init__(self, start):
+        self.start = start          # where the answer's region begins in the document
+        self.body_start = start     # where the answer's text begins, after its header
+        self.tail_start = start     # where the unfinished tail begins
+        self.tail = ''              # the text of the unfinished tail (finished blocks are not kept)
+        self.arrived = []           # text that came since the last update
+        self.has_text = False
+        self.reasoning_chars = 0
+        self.dirty = False
+

@@ -1,0 +1,120 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""What will be sent: the exact messages of the next request, where they go, about
+how many tokens they are and what they may cost, before anything is sent.
+
+Shown on request, and, for a provider that is not on this computer, before the
+first question of a conversation (or every question) as the settings say.
+"""
+
+from html import escape
+from urllib.parse import urlsplit
+
+from qt.core import QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout
+
+load_translations()
+
+CHARS_PER_TOKEN = 4  # a rough, provider-independent estimate
+
+
+def estimated_tokens(messages):
+    return max(1, sum(len(m.text) for m in messages) // CHARS_PER_TOKEN)
+
+
+def role_name(role):
+    return {'system': _('Instructions and the books'), 'developer': _('Instructions'), 'user': _('You'),
+            'assistant': _('Assistant')}.get(getattr(role, 'value', role), str(role))
+
+
+def destination(provider):
+    if provider.is_local:
+        return _('{provider}, on this computer').format(provider=provider.display_name)
+    host = urlsplit(provider.base_url).hostname or provider.base_url
+    return _('{provider}, at {host}').format(provider=provider.display_name, host=host)
+
+
+def summary_html(provider, model, messages):
+    from calibre_plugins.bookai.providers.pricing import prices_for
+    tokens = estimated_tokens(messages)
+    lines = [_('These messages go to {where}, model {model}.').format(
+        where='<b>' + escape(destination(provider)) + '</b>', model='<b>' + escape(model or _('automatic')) + '</b>')]
+    cost = _('About {tokens} tokens.').format(tokens=f'{tokens:,}')
+    prices = prices_for(provider.name, model)
+    if prices is not None:
+        cost += ' ' + _('Sending them costs about ${amount}, plus the answer.').format(
+            amount=f'{tokens * prices[0] / 1_000_000:.4f}')
+    elif not provider.is_local:
+        cost += ' ' + _('The cost of this model is not known to Book AI.')
+    lines.append(escape(cost))
+    lines.append(escape(_('Nothing else is sent: no file of the book, nothing about your library.')))
+    return '<p>' + '<br>'.join(lines) + '</p>'
+
+
+def messages_html(messages):
+    parts = []
+    for m in messages:
+        text = escape(m.text).replace('\n', '<br>')
+        parts.append(f'<p style="margin-bottom:2px"><b>{escape(role_name(m.role))}</b></p>'
+                     f'<p style="margin-top:0; font-family:monospace">{text}</p>')
+    return ''.join(parts)
+
+
+class PreviewDialog(QDialog):
+    """confirm=True: Send and Cancel, and the choice of when to be asked again."""
+
+    def __init__(self, provider, model, messages, confirm=False, parent=None):
+        super().__init__(parent)
+        self.provider, self.model, self.messages, self.confirm = provider, model, messages, confirm
+        self.setWindowTitle(_('What will be sent'))
+        self.setup_ui()
+        self.resize(700, 560)
+
+    def setup_ui(self):
+        layout = QVBoxLayout(self)
+        self.summary = QLabel(summary_html(self.provider, self.model, self.messages), self)
+        self.summary.setWordWrap(True)
+        layout.addWidget(self.summary)
+        self.view = QTextBrowser(self)
+        self.view.setOpenLinks(False)
+        self.view.setHtml(messages_html(self.messages))
+        layout.addWidget(self.view, 1)
+        self.policy = None
+        if self.confirm and not self.provider.is_local:
+            from calibre_plugins.bookai.settings.prefs import plugin_prefs
+            row = QHBoxLayout()
+            row.addWidget(QLabel(_('Show this before sending:'), self))
+            self.policy = QComboBox(self)
+            for value, text in policy_choices():
+                self.policy.addItem(text, value)
+            self.policy.setCurrentIndex(max(0, self.policy.findData(plugin_prefs()['confirm_send'])))
+            row.addWidget(self.policy, 1)
+            layout.addLayout(row)
+        if self.confirm:
+            bb = QDialogButtonBox(self)
+            self.send_button = bb.addButton(_('&Send'), QDialogButtonBox.ButtonRole.AcceptRole)
+            bb.addButton(QDialogButtonBox.StandardButton.Cancel)
+        else:
+            bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        bb.accepted.connect(self.accept)
+        bb.rejected.connect(self.reject)
+        layout.addWidget(bb)
+
+    def accept(self):
+        if self.policy is not None:
+            from calibre_plugins.bookai.settings.prefs import plugin_prefs
+            plugin_prefs()['confirm_send'] = self.policy.currentData()
+        super().accept()
+
+
+def policy_choices():
+    return (('first', _('before the first question of each conversation')),
+            ('always', _('before every question')),
+            ('never', _('never')))
+
+
+def needs_confirmation(provider, conversation):
+    """Whether to show what will be sent, and ask, before this conversation's next question."""
+    if provider.is_local:
+        return False
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    policy = plugin_prefs()['confirm_send']
+    return policy == 'always' or (policy == 'first' and not any(t.answered for t in conversation.turns))

@@ -1,0 +1,100 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""A model's Markdown as safe HTML for the chat (no Qt here).
+
+Uses the python-markdown calibre bundles, with tables. What a model writes is
+shown, never obeyed: raw HTML in a reply is escaped and shown as text, links
+keep only http, https and mailto targets, and images become plain links, so
+rendering a reply loads nothing from anywhere.
+
+For streaming, stable_end() says how much of a growing reply is made of
+finished blocks: those are rendered once, and only the unfinished tail is
+rendered again as more text arrives.
+"""
+
+import re
+from html import escape
+
+SAFE_SCHEMES = ('http:', 'https:', 'mailto:')
+FENCE = re.compile(r'^ {0,3}(`{3,}|~{3,})')
+
+_markdown = None
+
+
+def renderer():
+    global _markdown
+    if _markdown is None:
+        import markdown
+        from markdown.treeprocessors import Treeprocessor
+
+        class Safe(Treeprocessor):
+
+            def run(self, root):
+                for el in root.iter():
+                    if el.tag == 'img':
+                        src, alt = el.get('src', ''), el.get('alt', '') or el.get('src', '')
+                        el.attrib.clear()
+                        el.tag = 'a'
+                        el.text = alt
+                        if is_safe(src):
+                            el.set('href', src)
+                    elif el.tag == 'a':
+                        href = el.get('href', '')
+                        title = el.get('title')
+                        el.attrib.clear()
+                        if is_safe(href):
+                            el.set('href', href)
+                        if title:
+                            el.set('title', title)
+
+        md = markdown.Markdown(extensions=['tables', 'fenced_code', 'sane_lists'])
+        # raw HTML is shown as the text it is, never passed through
+        md.preprocessors.deregister('html_block')
+        md.inlinePatterns.deregister('html')
+        md.treeprocessors.register(Safe(md), 'bookai_safe', 0)
+        _markdown = md
+    return _markdown
+
+
+def is_safe(url):
+    url = url.strip().lower()
+    return url.startswith(SAFE_SCHEMES)
+
+
+# Qt's rich text draws no table borders unless the table asks for them
+TABLE = '<table border="1" cellspacing="0" cellpadding="4" style="border-collapse: collapse">'
+
+
+def markdown_to_html(text):
+    md = renderer()
+    try:
+        return md.reset().convert(text).replace('<table>', TABLE)
+    except Exception:  # python-markdown failing on odd input: show the words
+        return '<p>' + escape(text).replace('\n', '<br>') + '</p>'
+
+
+def stable_end(text):
+    """The length of the leading part of text made of finished blocks: up to the last
+    blank line (outside a code fence) that is followed by an unindented line, so that
+    a block cannot change once it is rendered. 0 when nothing is finished yet."""
+    end = 0
+    fence = None
+    pos = 0
+    previous_blank = False
+    for line in text.splitlines(keepends=True):
+        if not line.endswith('\n'):  # a line still arriving: if it starts a new block, the one before is done
+            if fence is None and previous_blank and not line[0].isspace():
+                end = pos
+            break
+        m = FENCE.match(line)
+        if fence is None:
+            if m:
+                if previous_blank:
+                    end = pos
+                fence = m.group(1)[0] * 3
+            elif line.strip() and previous_blank and not line[0].isspace():
+                end = pos
+        elif m and m.group(1).startswith(fence) and not line.strip()[len(m.group(1)):]:
+            fence = None
+        previous_blank = not line.strip() and fence is None
+        pos += len(line)
+    return end

@@ -1,0 +1,539 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""The plugin's settings: which provider answers, the quick actions, what is sent
+about the books, and where answers are saved.
+
+SettingsWidget shows and edits them (validate(), then commit() writes them);
+SettingsDialog holds one with OK and Cancel; show_settings() opens it.
+"""
+
+import re
+
+from qt.core import (
+    QAbstractItemView, QComboBox, QDialog, QDialogButtonBox, QFormLayout, QFrame, QHBoxLayout, QLabel,
+    QLineEdit, QListWidget, QListWidgetItem, QPlainTextEdit, QPushButton, QScrollArea, QSize, QStackedWidget, Qt,
+    QTabWidget, QVBoxLayout, QWidget,
+)
+
+load_translations()
+
+# the answer languages offered besides calibre's interface language, named in English
+# (the name is what the model is told, so it stays in English)
+LANGUAGES = ('English', 'French', 'German', 'Spanish', 'Italian', 'Portuguese', 'Dutch', 'Polish', 'Russian',
+             'Ukrainian', 'Turkish', 'Chinese', 'Japanese', 'Korean', 'Arabic', 'Hindi', 'Swedish', 'Czech', 'Greek')
+
+ACTION_ROLE = Qt.ItemDataRole.UserRole       # a quick action's item: its dict (name, label, template, builtin)
+FIELD_ROLE = Qt.ItemDataRole.UserRole        # a field's item: its key
+
+
+def wrapped_label(text, parent):
+    label = QLabel(text, parent)
+    label.setWordWrap(True)
+    return label
+
+
+def checked(item):
+    return item.checkState() == Qt.CheckState.Checked
+
+
+def check_state(on):
+    return Qt.CheckState.Checked if on else Qt.CheckState.Unchecked
+
+
+def slug(label, taken):
+    """A unique action name made from its label: lower case letters, digits and underscores."""
+    base = re.sub(r'\W+', '_', label.strip().lower()).strip('_') or 'action'
+    name, n = base, 2
+    while name in taken:
+        name, n = f'{base}_{n}', n + 1
+    return name
+
+
+def field_name(db, key):
+    """The name calibre shows for a field: the library's when db is given, else calibre's standard one."""
+    try:
+        if db is not None:
+            name = db.field_metadata[key]['name']
+        else:
+            from calibre.library.field_metadata import FieldMetadata
+            name = FieldMetadata()[key]['name']
+    except Exception:
+        name = ''
+    return name or key.lstrip('#').replace('_', ' ').capitalize()
+
+
+def custom_columns(db):
+    """(key, name) of the library's custom columns."""
+    if db is None:
+        return []
+    fm = db.field_metadata
+    return sorted(((key, fm[key].get('name') or key) for key in fm.custom_field_keys()), key=lambda c: c[1].lower())
+
+
+class ActionEditor(QDialog):
+    """Edit a quick action's label and prompt template."""
+
+    def __init__(self, label='', template='', title='', parent=None):
+        super().__init__(parent)
+        self.setWindowTitle(title or _('Quick action'))
+        self.setup_ui()
+        self.label_edit.setText(label)
+        self.template_edit.setPlainText(template)
+        self.resize(560, 340)
+
+    def setup_ui(self):
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.label_edit = QLineEdit(self)
+        self.label_edit.setPlaceholderText(_('The name shown in the menu'))
+        form.addRow(_('&Label:'), self.label_edit)
+        self.template_edit = QPlainTextEdit(self)
+        self.template_edit.setPlaceholderText(_('What the AI is asked, in any language'))
+        form.addRow(_('&Prompt template:'), self.template_edit)
+        layout.addLayout(form, 1)
+        self.help = wrapped_label(_(
+            'In the prompt, {books_word} becomes "book" or "books" and {is_are} "is" or "are", by the number '
+            'of books; {title}, {authors} and {series} are those of the first book.'), self)
+        self.help.setTextFormat(Qt.TextFormat.PlainText)
+        layout.addWidget(self.help)
+        self.error = wrapped_label('', self)
+        self.error.setStyleSheet('QLabel { color: red }')
+        self.error.setVisible(False)
+        layout.addWidget(self.error)
+        self.label_edit.textChanged.connect(lambda: self.error.setVisible(False))
+        self.template_edit.textChanged.connect(lambda: self.error.setVisible(False))
+        bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
+        bb.accepted.connect(self.accept)
+        bb.rejected.connect(self.reject)
+        layout.addWidget(bb)
+
+    @property
+    def label(self):
+        return self.label_edit.text().strip()
+
+    @property
+    def template(self):
+        return self.template_edit.toPlainText().strip()
+
+    def problem(self):
+        if not self.label:
+            return _('The action needs a label: it is how you find it in the menu.')
+        if not self.template:
+            return _('The action needs a prompt template: it is what is asked.')
+        return ''
+
+    def accept(self):
+        problem = self.problem()
+        if problem:
+            self.error.setText(problem)
+            self.error.setVisible(True)
+            (self.label_edit if not self.label else self.template_edit).setFocus()
+            return
+        super().accept()
+
+
+class SettingsWidget(QWidget):
+
+    def __init__(self, db=None, parent=None):
+        super().__init__(parent)
+        self.db = db  # a calibre library's new_api, or None
+        from calibre_plugins.bookai.settings.prefs import plugin_prefs
+        self.prefs = plugin_prefs()
+        self.config_widgets = {}  # provider name: its ProviderConfigWidget, made when first shown
+        self.config_pages = {}    # provider name: the scroll area holding it in the stack
+        self.setup_ui()
+
+    def setup_ui(self):
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.tabs = QTabWidget(self)
+        layout.addWidget(self.tabs)
+        self.tabs.addTab(self.provider_tab(), _('&Provider'))
+        self.tabs.addTab(self.actions_tab(), _('&Quick actions'))
+        self.tabs.addTab(self.sent_tab(), _('&Sent to the AI'))
+        self.tabs.addTab(self.save_tab(), _('Sa&ve to book'))
+
+    def sizeHint(self):
+        return QSize(720, 500)
+
+    # Provider {{{
+
+    def provider_tab(self):
+        from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
+        tab = QWidget(self)
+        layout = QVBoxLayout(tab)
+        self.providers = {name: get_provider(name) for name in PROVIDERS}
+        row = QHBoxLayout()
+        self.provider_box = QComboBox(tab)
+        self.provider_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        for name, p in self.providers.items():
+            self.provider_box.addItem(self.provider_text(p), name)
+            self.provider_box.setItemData(self.provider_box.count() - 1, p.missing_setup() or _('Ready to use'),
+                                          Qt.ItemDataRole.ToolTipRole)
+        label = QLabel(_('&Answers come from:'), tab)
+        label.setBuddy(self.provider_box)
+        row.addWidget(label)
+        row.addWidget(self.provider_box)
+        row.addStretch(1)
+        layout.addLayout(row)
+        chosen = self.prefs['provider']
+        self.none_chosen = wrapped_label(_(
+            'No provider is chosen yet: nothing is sent anywhere until you choose one here and click OK.'), tab)
+        self.none_chosen.setStyleSheet('QLabel { font-weight: bold }')
+        self.none_chosen.setVisible(chosen not in self.providers)
+        layout.addWidget(self.none_chosen)
+        self.provider_status = wrapped_label('', tab)
+        layout.addWidget(self.provider_status)
+        self.provider_stack = QStackedWidget(tab)
+        layout.addWidget(self.provider_stack, 1)
+        self.provider_box.currentIndexChanged.connect(self.show_provider)
+        index = self.provider_box.findData(chosen) if chosen in self.providers else 0
+        self.provider_box.setCurrentIndex(max(0, index))
+        self.show_provider()
+        return tab
+
+    def provider_text(self, p):
+        text = p.display_name
+        if p.is_local:
+            text += ' ' + _('(local)')
+        state = _('ready') if not p.missing_setup() else _('needs setting up')
+        return f'{text} \u2014 {state}'
+
+    @property
+    def selected_provider(self):
+        return self.provider_box.currentData()
+
+    def show_provider(self):
+        name = self.selected_provider
+        if name is None:
+            return
+        p = self.providers[name]
+        if name not in self.config_widgets:
+            w = p.config_widget()
+            for form in w.findChildren(QFormLayout):  # a narrow dialog puts a wide field under its label
+                form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+            scroll = QScrollArea(self.provider_stack)
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QFrame.Shape.NoFrame)
+            scroll.setWidget(w)
+            scroll.viewport().setAutoFillBackground(False)  # the tab's own background, not a grey box
+            w.setAutoFillBackground(False)
+            self.config_widgets[name] = w
+            self.config_pages[name] = scroll
+            self.provider_stack.addWidget(scroll)
+        self.provider_stack.setCurrentWidget(self.config_pages[name])
+        missing = p.missing_setup()
+        self.provider_status.setText(missing)
+        self.provider_status.setVisible(bool(missing))
+
+    # }}}
+
+    # Quick actions {{{
+
+    def actions_tab(self):
+        from calibre_plugins.bookai.conversation.actions import library_actions, library_actions_builtin
+        self.builtin_actions = {a.name: a for a in library_actions_builtin()}
+        tab = QWidget(self)
+        layout = QVBoxLayout(tab)
+        layout.addWidget(wrapped_label(_(
+            'The questions offered with one click in the library. Untick an action to hide it; your own '
+            'actions can be removed, calibre\'s can only be hidden or edited.'), tab))
+        row = QHBoxLayout()
+        layout.addLayout(row, 1)
+        self.action_list = QListWidget(tab)
+        self.action_list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        row.addWidget(self.action_list, 1)
+        buttons = QVBoxLayout()
+        row.addLayout(buttons)
+
+        def button(text, slot, tip=''):
+            b = QPushButton(text, tab)
+            b.clicked.connect(slot)
+            if tip:
+                b.setToolTip(tip)
+            buttons.addWidget(b)
+            return b
+
+        self.add_button = button(_('&Add...'), self.add_action)
+        self.edit_button = button(_('&Edit...'), self.edit_action)
+        self.remove_button = button(_('&Remove'), self.remove_action,
+                                    _('Only your own actions can be removed: untick the others to hide them'))
+        self.up_button = button(_('Move &up'), lambda: self.move_action(-1))
+        self.down_button = button(_('Move &down'), lambda: self.move_action(1))
+        self.restore_button = button(_('Restore de&fault'), self.restore_action,
+                                     _('Give this action back its original label and prompt'))
+        buttons.addStretch(1)
+        self.action_prompt = wrapped_label('', tab)
+        self.action_prompt.setTextFormat(Qt.TextFormat.PlainText)
+        self.action_prompt.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.action_prompt.setMinimumHeight(self.action_prompt.fontMetrics().lineSpacing() * 3)
+        self.action_prompt.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.action_prompt)
+        for a in library_actions(include_disabled=True):
+            self.action_list.addItem(self.action_item(
+                {'name': a.name, 'label': a.label, 'template': a.template, 'builtin': a.builtin}, a.enabled))
+        self.action_list.currentRowChanged.connect(self.action_selected)
+        self.action_list.itemDoubleClicked.connect(self.edit_action)
+        self.action_list.setCurrentRow(0)
+        self.action_selected()
+        return tab
+
+    def action_item(self, action, enabled=True):
+        item = QListWidgetItem()
+        item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable)
+        item.setCheckState(check_state(enabled))
+        self.set_action(item, action)
+        return item
+
+    def set_action(self, item, action):
+        item.setData(ACTION_ROLE, action)
+        text = action['label']
+        if action['builtin'] and self.is_edited(action):
+            text += ' ' + _('(edited)')
+        item.setText(text)
+        item.setToolTip(action['template'])
+
+    def is_edited(self, action):
+        base = self.builtin_actions.get(action['name'])
+        return base is not None and (action['label'], action['template']) != (base.label, base.template)
+
+    def current_action(self):
+        item = self.action_list.currentItem()
+        return (item, item.data(ACTION_ROLE)) if item is not None else (None, None)
+
+    def action_selected(self):
+        item, action = self.current_action()
+        row, count = self.action_list.currentRow(), self.action_list.count()
+        self.edit_button.setEnabled(item is not None)
+        self.remove_button.setEnabled(item is not None and not action['builtin'])
+        self.up_button.setEnabled(item is not None and row > 0)
+        self.down_button.setEnabled(item is not None and row < count - 1)
+        self.restore_button.setEnabled(item is not None and action['builtin'] and self.is_edited(action))
+        self.action_prompt.setText(_('Prompt: {prompt}').format(prompt=action['template']) if action else '')
+
+    def actions_shown(self):
+        return [self.action_list.item(i).data(ACTION_ROLE) for i in range(self.action_list.count())]
+
+    def add_action(self):
+        d = ActionEditor(title=_('New quick action'), parent=self)
+        if d.exec() != QDialog.DialogCode.Accepted:
+            return
+        taken = {a['name'] for a in self.actions_shown()} | set(self.builtin_actions)
+        action = {'name': slug(d.label, taken), 'label': d.label, 'template': d.template, 'builtin': False}
+        self.action_list.addItem(self.action_item(action))
+        self.action_list.setCurrentRow(self.action_list.count() - 1)
+
+    def edit_action(self):
+        item, action = self.current_action()
+        if item is None:
+            return
+        d = ActionEditor(action['label'], action['template'], _('Edit quick action'), self)
+        if d.exec() != QDialog.DialogCode.Accepted:
+            return
+        self.set_action(item, dict(action, label=d.label, template=d.template))
+        self.action_selected()
+
+    def remove_action(self):
+        item, action = self.current_action()
+        if item is None or action['builtin']:
+            return
+        self.action_list.takeItem(self.action_list.row(item))
+        self.action_selected()
+
+    def move_action(self, delta):
+        row = self.action_list.currentRow()
+        target = row + delta
+        if row < 0 or not 0 <= target < self.action_list.count():
+            return
+        item = self.action_list.takeItem(row)
+        self.action_list.insertItem(target, item)
+        self.action_list.setCurrentRow(target)
+        self.action_selected()
+
+    def restore_action(self):
+        item, action = self.current_action()
+        base = self.builtin_actions.get(action['name']) if action else None
+        if base is None:
+            return
+        self.set_action(item, dict(action, label=base.label, template=base.template))
+        self.action_selected()
+
+    def actions_pref(self):
+        """The quick actions as prefs['library_actions'] keeps them, in the order shown. A builtin
+        action's unchanged label or template is saved empty, so that it follows calibre's language
+        and the plugin's updates."""
+        saved = []
+        for i in range(self.action_list.count()):
+            item = self.action_list.item(i)
+            a = item.data(ACTION_ROLE)
+            base = self.builtin_actions.get(a['name']) if a['builtin'] else None
+            saved.append({
+                'name': a['name'],
+                'label': '' if base is not None and a['label'] == base.label else a['label'],
+                'template': '' if base is not None and a['template'] == base.template else a['template'],
+                'enabled': checked(item),
+            })
+        return saved
+
+    # }}}
+
+    # Sent to the AI {{{
+
+    def sent_tab(self):
+        from calibre_plugins.bookai.conversation.books import STANDARD_FIELDS, interface_language
+        tab = QWidget(self)
+        layout = QVBoxLayout(tab)
+        layout.addWidget(wrapped_label(_(
+            'The title and authors of the books you ask about are always sent to the AI. Tick the other '
+            'fields it may be told about; nothing else about your books is sent.'), tab))
+        self.field_list = QListWidget(tab)
+        saved = list(self.prefs['book_fields'] or ())
+        shown = []
+        for key in STANDARD_FIELDS:
+            shown.append((key, field_name(self.db, key)))
+        for key, name in custom_columns(self.db):
+            shown.append((key, f'{name} ({key})'))
+        known = {key for key, name in shown}
+        for key in saved:  # a column of another library, or a field no longer offered: kept until unticked
+            if key not in known:
+                if self.db is not None and key.startswith('#'):
+                    shown.append((key, _('{column} (not in this library)').format(column=key)))
+                else:
+                    shown.append((key, key))
+                known.add(key)
+        for key, name in shown:
+            item = QListWidgetItem(name, self.field_list)
+            item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setData(FIELD_ROLE, key)
+            item.setCheckState(check_state(key in saved))
+        layout.addWidget(self.field_list, 1)
+
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapAllRows)
+        self.confirm_box = QComboBox(tab)
+        for value, text in (
+                ('first', _('Show what will be sent before the first question of each conversation')),
+                ('always', _('Show what will be sent before every question')),
+                ('never', _('Never: send without asking'))):
+            self.confirm_box.addItem(text, value)
+        self.confirm_box.setCurrentIndex(max(0, self.confirm_box.findData(self.prefs['confirm_send'])))
+        self.confirm_box.setToolTip(_('Local providers run on this computer: nothing is asked before using them'))
+        form.addRow(*self.form_label(_('&Confirm before sending to an online provider:'), self.confirm_box, tab))
+        self.language_box = QComboBox(tab)
+        ui = interface_language() or 'English'
+        self.language_box.addItem(_('calibre\'s interface language ({language})').format(language=ui), 'interface')
+        self.language_box.addItem(_('Do not ask for a language'), 'never')
+        for lang in LANGUAGES:
+            self.language_box.addItem(lang, lang)
+        current = self.prefs['answer_language'] or 'interface'
+        if self.language_box.findData(current) < 0:
+            self.language_box.addItem(current, current)
+        self.language_box.setCurrentIndex(self.language_box.findData(current))
+        self.language_box.setToolTip(_('The AI is asked to answer in this language, when it can'))
+        form.addRow(*self.form_label(_('Answer &language:'), self.language_box, tab))
+        layout.addLayout(form)
+        return tab
+
+    def form_label(self, text, buddy, parent):
+        label = QLabel(text, parent)
+        label.setBuddy(buddy)
+        return label, buddy
+
+    def fields_pref(self):
+        return [self.field_list.item(i).data(FIELD_ROLE) for i in range(self.field_list.count())
+                if checked(self.field_list.item(i))]
+
+    # }}}
+
+    # Save to book {{{
+
+    def save_tab(self):
+        tab = QWidget(self)
+        layout = QVBoxLayout(tab)
+        layout.addWidget(wrapped_label(_(
+            'An answer you save to a book is added at the end of this field, with the date and the model '
+            'that wrote it. What the field holds already is never replaced.'), tab))
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.save_box = QComboBox(tab)
+        if self.db is None:
+            self.save_box.addItem(field_name(None, 'comments'), 'comments')
+        else:
+            from calibre_plugins.bookai.library.save_to_book import save_targets
+            for key, name, kind in save_targets(self.db):
+                self.save_box.addItem(name if key == 'comments' else f'{name} ({key})', key)
+        current = self.prefs['save_field'] or 'comments'
+        if self.save_box.findData(current) < 0:
+            self.save_box.addItem(_('{column} (not in this library)').format(column=current) if self.db is not None
+                                  else current, current)
+        self.save_box.setCurrentIndex(self.save_box.findData(current))
+        form.addRow(*self.form_label(_('Save answers &to:'), self.save_box, tab))
+        layout.addLayout(form)
+        layout.addWidget(wrapped_label(_(
+            'Besides Comments, the columns you made of type "Long text, like comments" are offered.'), tab))
+        layout.addStretch(1)
+        return tab
+
+    # }}}
+
+    def problem(self):
+        """'' when everything shown can be saved, else what is wrong, in a sentence."""
+        for w in self.config_widgets.values():
+            problem = w.validate()
+            if problem:
+                return problem
+        return ''
+
+    # calibre's Preferences → Plugins → Customize: validate() before save_settings(), and
+    # (calibre 9+) before the dialog closes
+    validate_before_accept = True
+
+    def validate(self):
+        """True if the settings can be saved; else says why, and False."""
+        problem = self.problem()
+        if problem:
+            from calibre.gui2 import error_dialog
+            error_dialog(self, _('The settings cannot be saved'), problem, show=True)
+        return not problem
+
+    def commit(self):
+        """Write every setting shown."""
+        for w in self.config_widgets.values():
+            w.commit()
+        prefs = self.prefs
+        prefs['provider'] = self.selected_provider or ''
+        prefs['library_actions'] = self.actions_pref()
+        prefs['book_fields'] = self.fields_pref()
+        prefs['confirm_send'] = self.confirm_box.currentData()
+        prefs['answer_language'] = self.language_box.currentData()
+        prefs['save_field'] = self.save_box.currentData()
+
+
+class SettingsDialog(QDialog):
+
+    def __init__(self, db=None, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle(_('Book AI settings'))
+        layout = QVBoxLayout(self)
+        self.settings = SettingsWidget(db, self)
+        layout.addWidget(self.settings, 1)
+        self.bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
+        self.bb.accepted.connect(self.accept)
+        self.bb.rejected.connect(self.reject)
+        layout.addWidget(self.bb)
+        self.resize(self.sizeHint())
+
+    def sizeHint(self):
+        return QSize(720, 560)
+
+    def accept(self):
+        if not self.settings.validate():
+            return
+        self.settings.commit()
+        super().accept()
+
+
+def show_settings(parent=None, db=None):
+    """Open the settings (modal); True if they were saved."""
+    return SettingsDialog(db, parent).exec() == QDialog.DialogCode.Accepted

@@ -1,0 +1,86 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""A model's Markdown as the chat shows it: tables rendered, nothing obeyed, nothing loaded."""
+
+import pytest
+
+from calibre_plugins.bookai.gui.render import markdown_to_html, stable_end
+
+
+def test_tables_lists_and_code():
+    html = markdown_to_html('| a | b |\n|---|---|\n| 1 | 2 |\n\n1. one\n2. two\n\n```\nx < y\n```\n')
+    assert '<table border="1"' in html and '<td>1</td>' in html
+    assert '<ol>' in html and '<li>one</li>' in html
+    assert '<code>x &lt; y' in html
+
+
+def elements(html):
+    """(tag, attributes) of every element in html."""
+    from html.parser import HTMLParser
+    found = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append((tag, dict(attrs)))
+    Collect().feed(html)
+    return found
+
+
+@pytest.mark.parametrize('reply', [
+    '<script>alert(1)</script>',
+    'hello <iframe src="https://example.org"></iframe>',
+    '<img src="https://tracker.example/p.png">',
+    '![a picture](https://tracker.example/p.png)',
+    '[click](javascript:alert(1))',
+    '<a href="#" onclick="steal()">x</a>',
+    '[x](file:///etc/passwd)',
+    '<div>\n<object data="https://example.org/x.swf"></object>\n</div>',
+])
+def test_a_reply_is_shown_never_obeyed(reply):
+    html = markdown_to_html(reply)
+    for tag, attrs in elements(html):
+        assert tag not in ('script', 'iframe', 'img', 'object', 'div'), html
+        assert not any(name.startswith('on') for name in attrs), html
+        assert attrs.get('href', 'https:').startswith(('https:', 'http:', 'mailto:')), html
+
+
+def test_safe_links_stay_links_and_images_become_links():
+    html = markdown_to_html('[calibre](https://calibre-ebook.com) ![cover](https://example.org/c.png)')
+    assert '<a href="https://calibre-ebook.com">calibre</a>' in html
+    assert '<a href="https://example.org/c.png">cover</a>' in html
+
+
+@pytest.mark.parametrize('text, end', [
+    ('', 0),
+    ('one paragraph, still arriving', 0),
+    ('first\n\nsecond', len('first\n\n')),
+    ('first\n\nsecond\n\nthi', len('first\n\nsecond\n\n')),
+    ('- a\n\n  still in a\n', 0),                       # an indented line continues the item
+    ('```\ncode\n\nmore\n', 0),                          # a blank line inside a fence ends nothing
+    ('```\ncode\n\nmore\n```\n\nafter\n', len('```\ncode\n\nmore\n```\n\n')),
+    ('p\n\n```\ncode', len('p\n\n')),
+])
+def test_stable_end(text, end):
+    assert stable_end(text) == end
+
+
+def test_the_chat_loads_no_resource(qapp):
+    from qt.core import QTextDocument, QUrl
+    from calibre_plugins.bookai.gui.chat import ChatView
+    view = ChatView()
+    for url in ('https://tracker.example/p.png', 'file:///etc/passwd', 'data:image/png;base64,AAAA'):
+        assert view.loadResource(QTextDocument.ResourceType.ImageResource.value, QUrl(url)) is None
+
+
+def test_links_open_in_the_browser_only_when_clicked_and_only_web_ones(qapp, monkeypatch):
+    import calibre.gui2
+    from qt.core import QUrl
+    from calibre_plugins.bookai.gui.chat import ChatView
+    opened, ours = [], []
+    monkeypatch.setattr(calibre.gui2, 'open_url', lambda url: opened.append(url.toString()))
+    view = ChatView()
+    view.link_activated.connect(lambda what, index: ours.append((what, index)))
+    view.setHtml(markdown_to_html('[site](https://example.org/) [bad](javascript:alert(1))'))
+    assert opened == []  # showing a link opens nothing
+    for url in ('https://example.org/', 'javascript:alert(1)', 'file:///etc/passwd', 'bookai:copy/2'):
+        view.on_link(QUrl(url))
+    assert opened == ['https://example.org/'] and ours == [('copy', 2)]

@@ -1,0 +1,339 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""The discussion window, offscreen, against a real llama-server and a real calibre
+library: what is shown is what the server sent; Stop, errors, closing mid-answer,
+Save to book and the History."""
+
+import json
+import time
+
+import pytest
+from qt.core import QApplication, QDialog, QEventLoop, QTextDocument, QTimer
+
+from calibre_plugins.bookai.conversation.books import BookLibrary
+from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.history import History
+from calibre_plugins.bookai.gui.render import markdown_to_html
+from calibre_plugins.bookai.library.discussion import DiscussionWindow
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+from peers import LlamaServer, http
+from sandbox import quick_start_epub
+
+TOKENS = 48
+
+
+@pytest.fixture(scope='module')
+def tiny():
+    with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', str(TOKENS))) as server:
+        yield server
+
+
+@pytest.fixture(scope='module')
+def endless():
+    """A server whose answers go on until stopped."""
+    with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', '100000')) as server:
+        yield server
+
+
+@pytest.fixture
+def prefs():
+    p = plugin_prefs()
+    saved = {k: p[k] for k in p.defaults}
+    yield p
+    for k, v in saved.items():
+        p[k] = v
+
+
+def use_server(prefs, server, confirm='never'):
+    prefs['providers'] = {'openai_compatible': {'base_url': server.base_url + '/v1', 'model': 'tiny',
+                                                'temperature': 0.0}}
+    prefs['provider'] = 'openai_compatible'
+    prefs['confirm_send'] = confirm
+
+
+@pytest.fixture
+def books(sandbox, tmp_path):
+    """A library of three books (calibre's Quick Start Guide, in three languages)."""
+    path = sandbox.make_library(quick_start_epub(), quick_start_epub('deu'), quick_start_epub('fra'))
+    from calibre.library import db
+    cache = db(str(path)).new_api
+    return BookLibrary(cache, History(str(tmp_path / 'history')))
+
+
+def window(books, ids=(1,)):
+    w = DiscussionWindow(books, Conversation.about(books, list(ids)))
+    w.show()
+    return w
+
+
+def wait_until(condition, timeout=60):
+    end = time.monotonic() + timeout
+    while not condition():
+        QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        if time.monotonic() > end:
+            raise AssertionError('timed out waiting')
+        time.sleep(0.005)
+
+
+def answered(w):
+    wait_until(lambda: w.cancel is None)
+    return w.conv.turns[-1]
+
+
+def direct_text(server, messages):
+    status, headers, body = http('POST', server.base_url + '/v1/chat/completions', {
+        'model': 'tiny', 'temperature': 0, 'messages': [{'role': m.role.value, 'content': m.text} for m in messages]})
+    assert status == 200, body
+    return json.loads(body)['choices'][0]['message']['content']
+
+
+def plain(html):
+    d = QTextDocument()
+    d.setHtml(html)
+    return d.toPlainText()
+
+
+def squeeze(text):
+    return ' '.join(text.split())
+
+
+def test_a_quick_action_shows_what_the_server_sent(qapp, prefs, tiny, books, artifacts):
+    use_server(prefs, tiny)
+    w = window(books)
+    summarize = next(b for b in w.action_buttons if b.text() == 'Summarize')
+    expected = direct_text(tiny, w.conv.messages_for('Provide a concise summary of the previously described book.'))
+    summarize.click()
+    assert w.cancel is not None and w.send_button.text() == '&Stop'
+    turn = answered(w)
+    assert turn.answer == expected and turn.model == 'tiny' and turn.usage.output_tokens == TOKENS
+    assert squeeze(plain(markdown_to_html(expected))) in squeeze(w.chat.toPlainText())
+    assert 'tokens in' in w.status.text() and 'runs on this computer' in w.status.text()
+    # a follow-up question, typed, sent with Enter, carries the conversation
+    from qt.core import QKeyEvent, QEvent, Qt
+    w.question.setPlainText('And the author?')
+    expected = direct_text(tiny, w.conv.messages_for('And the author?'))
+    qapp.sendEvent(w.question, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Return, Qt.KeyboardModifier.NoModifier))
+    assert w.question.toPlainText() == ''
+    turn = answered(w)
+    assert turn.answer == expected
+    assert len(w.conv.turns) == 2 and w.conv.provider == 'openai_compatible' and w.conv.model == 'tiny'
+    assert w.grab().save(str(artifacts / 'discussion.png'))
+    w.close()
+
+
+def test_three_books_in_one_conversation(qapp, prefs, tiny, books):
+    use_server(prefs, tiny)
+    w = window(books, (1, 2, 3))
+    assert 'Discussing 3 books' in w.books_label.text()
+    context = w.conv.messages_for('q')[0].text
+    assert context.count('book is:') == 3
+    expected = direct_text(tiny, w.conv.messages_for('Compare them.'))
+    w.question.setPlainText('Compare them.')
+    w.send_button.click()
+    assert answered(w).answer == expected
+    w.close()
+
+
+def test_shift_enter_starts_a_new_line(qapp, prefs, tiny, books):
+    use_server(prefs, tiny)
+    w = window(books)
+    from qt.core import QKeyEvent, QEvent, Qt
+    w.question.setPlainText('one')
+    w.question.moveCursor(w.question.textCursor().MoveOperation.End)
+    qapp.sendEvent(w.question, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier))
+    assert w.question.toPlainText() == 'one\n' and w.cancel is None and not w.conv.turns
+    w.close()
+
+
+def test_stop_is_seen_by_the_server(qapp, prefs, endless, books):
+    use_server(prefs, endless)
+    w = window(books)
+    log_start = len(endless.log())
+    w.question.setPlainText('Tell me everything.')
+    w.send_button.click()
+    wait_until(lambda: w.answer is not None and len(w.answer.text_parts) >= 10)
+    w.send_button.click()  # Stop
+    turn = answered(w)
+    assert turn.finish_reason == 'cancelled' and turn.answer and not turn.error
+    endless.wait_log(r'cancel', start=log_start)
+    assert 'Stopped.' in w.chat.toPlainText()
+    w.close()
+
+
+def test_closing_mid_answer_stops_it_and_keeps_what_came(qapp, prefs, endless, books):
+    use_server(prefs, endless)
+    w = window(books)
+    log_start = len(endless.log())
+    w.question.setPlainText('Tell me everything.')
+    w.send_button.click()
+    wait_until(lambda: w.answer is not None and len(w.answer.text_parts) >= 10)
+    conv = w.conv
+    w.close()
+    endless.wait_log(r'cancel', start=log_start)
+    for _i in range(20):  # late chunks arrive at a window that is gone: nothing happens
+        QApplication.processEvents()
+        time.sleep(0.01)
+    assert conv.turns[-1].finish_reason == 'cancelled' and conv.turns[-1].answer
+    (kept,) = books.history.summaries(books.library_id)
+    assert kept.id == conv.id and kept.turns == 1
+
+
+def test_a_server_that_is_down_keeps_the_conversation(qapp, prefs, books):
+    server = LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', '16'))
+    use_server(prefs, server)
+    w = window(books)
+    w.question.setPlainText('First question')
+    w.send_button.click()
+    first = answered(w)
+    assert first.answer and not first.error
+    server.stop()
+    w.question.setPlainText('Second question')
+    w.send_button.click()
+    failed = answered(w)
+    assert failed.error and not failed.answer and '127.0.0.1' in failed.error
+    text = w.chat.toPlainText()
+    assert 'First question' in text and 'Second question' in text and failed.error in text
+    assert w.retry_button.isVisible()
+    server.start()
+    use_server(prefs, server)  # the restarted server listens on a new port
+    w.retry_button.click()
+    retried = answered(w)
+    assert retried.question == 'Second question' and retried.answer and not retried.error
+    assert [t.question for t in w.conv.turns] == ['First question', 'Second question']
+    assert failed.error not in w.chat.toPlainText()
+    server.stop()
+    w.close()
+
+
+def test_nothing_is_sent_without_a_provider(qapp, prefs, books):
+    prefs['provider'] = ''
+    w = window(books)
+    assert 'No AI provider is chosen yet' in w.chat.toPlainText()
+    w.question.setPlainText('Hello?')
+    w.send_button.click()
+    assert w.cancel is None and not w.conv.turns
+    assert w.question.toPlainText() == 'Hello?'  # the question is not lost
+    assert 'Nothing was sent' in w.chat.toPlainText()
+    w.close()
+
+
+def accept_next_dialog(check=None):
+    def accept():
+        d = QApplication.activeModalWidget()
+        if d is None:
+            return QTimer.singleShot(50, accept)
+        if check is not None:
+            check(d)
+        d.accept()
+    QTimer.singleShot(50, accept)
+
+
+def test_an_online_provider_shows_what_will_be_sent_first(qapp, prefs, tiny, books, artifacts):
+    use_server(prefs, tiny, confirm='first')
+    # an online provider: the same server, reached as OpenRouter would be
+    prefs['providers'] = dict(prefs['providers'], openrouter={'base_url': tiny.base_url + '/v1', 'model': 'tiny'})
+    prefs['provider'] = 'openrouter'
+    from calibre_plugins.bookai.settings.secrets import secret_store
+    secret_store().set('openrouter', 'api_key', 'sk-or-test-key')
+    try:
+        w = window(books)
+        seen = []
+
+        def check(d):
+            seen.append(d.view.toPlainText())
+            assert d.grab().save(str(artifacts / 'what-will-be-sent.png'))
+        accept_next_dialog(check)
+        w.question.setPlainText('Who wrote it?')
+        w.send_button.click()
+        answered(w)
+        assert seen and 'Who wrote it?' in seen[0] and 'Quick Start Guide' in seen[0]
+        assert 'sk-or-test-key' not in seen[0]
+        w.question.setPlainText('And then?')  # 'first': not asked again in this conversation
+        w.send_button.click()
+        answered(w)
+        assert len(seen) == 1 and len(w.conv.turns) == 2
+        w.close()
+    finally:
+        secret_store().set('openrouter', 'api_key', '')
+
+
+def test_save_to_book_appends_to_comments_and_a_custom_column(qapp, prefs, tiny, books, sandbox, tmp_path):
+    use_server(prefs, tiny)
+    db = books.db
+    db.create_custom_column('aianswers', 'AI answers', 'comments', False, display={'interpret_as': 'long-text'})
+    from calibre.library import db as open_db
+    db = open_db(db.backend.library_path).new_api
+    books = BookLibrary(db, books.history)
+    db.set_field('comments', {1: '<p>My own words.</p>'})
+    db.set_field('#aianswers', {1: 'Kept text.'})
+    w = window(books)
+    w.question.setPlainText('Summarize it.')
+    w.send_button.click()
+    turn = answered(w)
+    accept_next_dialog()
+    w.on_link('save', 0)
+    comments = db.field_for('comments', 1)
+    assert comments.startswith('<p>My own words.</p>') and 'Summarize it.' in comments and 'tiny' in comments
+    assert squeeze(plain(markdown_to_html(turn.answer))) in squeeze(plain(comments))
+
+    def to_column(d):
+        d.field_box.setCurrentIndex(d.field_box.findData('#aianswers'))
+        d.remember.setChecked(True)
+    accept_next_dialog(to_column)
+    w.save_to_book(None)
+    column = db.field_for('#aianswers', 1)
+    assert column.startswith('Kept text.\n\n') and turn.answer.strip() in column
+    assert prefs['save_field'] == '#aianswers'
+    assert db.field_for('comments', 1) == comments  # untouched by the second save
+    w.close()
+
+
+def test_history_reopens_a_conversation_after_a_restart(qapp, prefs, tiny, books):
+    use_server(prefs, tiny)
+    w = window(books)
+    w.question.setPlainText('Remember this.')
+    w.send_button.click()
+    first = answered(w)
+    conv_id = w.conv.id
+    w.close()
+    # "after a restart": a new History over the same folder, a new window
+    history = History(books.history.folder)
+    (summary,) = history.summaries(books.library_id, 1)
+    assert summary.id == conv_id and summary.turns == 1
+    from calibre_plugins.bookai.library.history_window import HistoryWindow
+    opened = []
+    h = HistoryWindow(BookLibrary(books.db, history), opened.append)
+    h.show()
+    assert h.list.topLevelItemCount() == 1
+    h.list.setCurrentItem(h.list.topLevelItem(0))
+    h.open_button.click()
+    (conv,) = opened
+    assert conv.turns[0].answer == first.answer
+    w = DiscussionWindow(BookLibrary(books.db, history), conv)
+    w.show()
+    assert 'Remember this.' in w.chat.toPlainText()
+    w.close()
+    h.list.setCurrentItem(h.list.topLevelItem(0))
+    accept_next_dialog()
+    h.delete_button.click()
+    assert h.list.topLevelItemCount() == 0 and history.summaries(books.library_id) == []
+    h.close()
+
+
+def test_streamed_rendering_matches_rendering_at_once(qapp, artifacts):
+    """Blocks rendered as they finish, and the tail re-rendered, end up as one rendering would."""
+    from calibre_plugins.bookai.gui.chat import ChatView
+    text = ('# Title\n\nA paragraph with **bold** and a [link](https://example.org).\n\n'
+            '| Book | Year |\n|---|---|\n| One | 1999 |\n| Two | 2001 |\n\n'
+            '1. first\n2. second\n\n```\ncode\n\nmore code\n```\n\nThe end.\n')
+    view = ChatView()
+    view.begin_answer('q', 'model')
+    for i in range(0, len(text), 3):
+        view.add_text(text[i:i + 3])
+        view.flush()
+    streamed = view.toPlainText()
+    at_once = plain(markdown_to_html(text))
+    assert squeeze(at_once) in squeeze(streamed)
+    assert view.document().toHtml().count('<table') == 1
+    view.resize(640, 560)
+    view.show()
+    assert view.grab().save(str(artifacts / 'chat-markdown.png'))
