@@ -22,6 +22,17 @@ class BookAI(InterfaceActionBase):
     supported_platforms = ['windows', 'osx', 'linux']
     actual_plugin = 'calibre_plugins.bookai.library.action:BookAIAction'
 
+    def initialize(self):
+        """Run by every calibre process. In the E-book viewer only, the Ask AI panel is added
+        (viewer/hook.py); everywhere else this does nothing."""
+        import sys
+        if 'calibre.gui2.viewer.main' in sys.modules:
+            try:
+                from calibre_plugins.bookai.viewer.hook import install
+                install()
+            except Exception as e:  # the viewer must work, with or without us
+                print(f'Book AI: no Ask AI panel in this E-book viewer: {e}', file=sys.stderr)
+
     def is_customizable(self):
         return True
 

@@ -55,6 +55,63 @@ def library_actions_builtin():
 
 TEMPLATE_VARIABLES = ('books_word', 'is_are', 'title', 'authors', 'series')
 
+# While reading: the selected text drives the actions. {selected} is the selection, {language}
+# the answer language, {title} and {authors} the book's. Prompts as calibre's viewer has them.
+VIEWER_VARIABLES = ('selected', 'language', 'title', 'authors')
+PROMPT_SEPARATOR = '\n------------\n\n'
+
+
+def viewer_actions_builtin():
+    return (
+        QuickAction('explain', _('Explain'),
+                    'Explain the following text in simple, easy to understand language. {selected}', True),
+        QuickAction('define', _('Define'),
+                    'Identify and define any technical or complex terms in the following text. {selected}', True),
+        QuickAction('summarize', _('Summarize'), 'Provide a concise summary of the following text. {selected}', True),
+        QuickAction('points', _('Key points'),
+                    'Extract the key points from the following text as a bulleted list. {selected}', True),
+        QuickAction('grammar', _('Fix grammar'),
+                    'Correct any grammatical errors in the following text and provide the corrected version. '
+                    '{selected}', True),
+        QuickAction('translate', _('Translate'),
+                    'Translate the following text into the language {language}. {selected}', True),
+    )
+
+
+# a single word selected: these builtin actions ask about the word instead
+SINGLE_WORD_TEMPLATES = {
+    'explain': 'Explain the meaning, etymology and common usages of the following word in simple, easy to '
+               'understand language. {selected}',
+    'define': 'Explain the meaning and common usages of the following word. {selected}',
+    'translate': 'Translate the following word into the language {language}. {selected}',
+}
+
+
+def is_single_word(text):
+    return len(text) <= 20 and ' ' not in text.strip()
+
+
+def selected_for_prompt(text):
+    if not text:
+        return ''
+    return PROMPT_SEPARATOR + ('Word to analyze: ' if is_single_word(text) else 'Text to analyze: ') + text
+
+
+def selection_prompt(template, selected, book=None, language=''):
+    """A prompt about the selected text: {selected}, {language}, {title}, {authors} filled in."""
+    return fill_template(template, {
+        'selected': selected_for_prompt(selected), 'language': language or 'English',
+        'title': book.title if book else '', 'authors': book.authors_text if book else '',
+    }).strip()
+
+
+def viewer_action_prompt(action, selected, book=None, language=''):
+    template = action.template
+    if action.builtin and is_single_word(selected) and action.name in SINGLE_WORD_TEMPLATES and (
+            action.template == next(a.template for a in viewer_actions_builtin() if a.name == action.name)):
+        template = SINGLE_WORD_TEMPLATES[action.name]
+    return selection_prompt(template, selected, book, language)
+
 
 def fill_template(template, values):
     """The template with its known {variables} filled in. Anything else, a stray brace or an
@@ -104,6 +161,12 @@ def merge_actions(builtin, saved):
 def library_actions(include_disabled=False):
     from calibre_plugins.bookai.settings.prefs import plugin_prefs
     actions = merge_actions(library_actions_builtin(), plugin_prefs()['library_actions'])
+    return actions if include_disabled else [a for a in actions if a.enabled]
+
+
+def viewer_actions(include_disabled=False):
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    actions = merge_actions(viewer_actions_builtin(), plugin_prefs()['viewer_actions'])
     return actions if include_disabled else [a for a in actions if a.enabled]
 
 

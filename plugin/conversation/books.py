@@ -144,6 +144,22 @@ def context_prompt(books, language=''):
     return text
 
 
+def reading_prompt(book, has_selection, language=''):
+    """The system message of a conversation started while reading (as calibre's viewer words it)."""
+    text = ''
+    if book is not None and book.title:
+        text = f'I am currently reading the book: {book.title}'
+        if book.authors:
+            text += f' by {book.authors_text}'
+        text += ('. I have some questions about content from this book.' if has_selection
+                 else '. I have some questions about this book.')
+        text += ' '
+    text += 'When you answer the questions use markdown formatting for the answers wherever possible.'
+    if language:
+        text += ' ' + language_instruction(language)
+    return text
+
+
 def language_instruction(language):
     return f'If you can speak in {language}, then respond in {language}.'
 

@@ -40,8 +40,10 @@ class Turn:
 
 class Conversation:
 
-    def __init__(self, books, library_id='', provider='', model='', language='', conversation_id='', created=0):
+    def __init__(self, books, library_id='', provider='', model='', language='', conversation_id='', created=0,
+                 selection=''):
         self.books = tuple(books)
+        self.selection = selection  # the text selected while reading that it is about ('' in the library)
         self.library_id = library_id
         self.provider = provider    # pinned by the first answer
         self.model = model          # pinned by the first answer
@@ -73,6 +75,9 @@ class Conversation:
         return self.turns[-1].asked if self.turns else self.created
 
     def context(self):
+        if self.selection:
+            from calibre_plugins.bookai.conversation.books import reading_prompt
+            return Message(Role.SYSTEM, reading_prompt(self.books[0] if self.books else None, True, self.language))
         return Message(Role.SYSTEM, context_prompt(self.books, self.language))
 
     def messages_for(self, question):
@@ -134,7 +139,7 @@ class Conversation:
     def as_dict(self):
         return {
             'format': FORMAT, 'id': self.id, 'created': self.created, 'library_id': self.library_id,
-            'provider': self.provider, 'model': self.model, 'language': self.language,
+            'provider': self.provider, 'model': self.model, 'language': self.language, 'selection': self.selection,
             'books': [asdict(b) for b in self.books],
             'turns': [turn_as_dict(t) for t in self.turns],
         }
@@ -144,7 +149,8 @@ class Conversation:
         """Raises ValueError for something that is not a saved conversation."""
         try:
             conv = cls([book_from_dict(b) for b in d['books']], d.get('library_id', ''), d.get('provider', ''),
-                       d.get('model', ''), d.get('language', ''), str(d['id']), float(d.get('created') or 0))
+                       d.get('model', ''), d.get('language', ''), str(d['id']), float(d.get('created') or 0),
+                       str(d.get('selection') or ''))
             conv.turns = [turn_from_dict(t) for t in d.get('turns', ())]
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise ValueError(f'not a saved conversation: {e}') from None

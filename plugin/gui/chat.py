@@ -57,6 +57,7 @@ class ChatView(QTextBrowser):
         self.anchorClicked.connect(self.on_link)
         self.document().setUndoRedoEnabled(False)  # read-only: no undo history growing with every update
         self.reasoning_shown = set()
+        self.save_text = ''  # the Save link under each reply ('' for none)
         self.stream = None
         self.flush_timer = t = QTimer(self)
         t.setSingleShot(True)
@@ -113,8 +114,8 @@ class ChatView(QTextBrowser):
         if turn.reasoning:
             text = _('Hide reasoning') if index in self.reasoning_shown else _('Show reasoning')
             links.append(link(f'reasoning/{index}', text, _('What the model thought before answering')))
-        if turn.answer:
-            links.append(link(f'save/{index}', _('Save to book'), _('Append this reply to the book\'s metadata')))
+        if turn.answer and self.save_text:
+            links.append(link(f'save/{index}', self.save_text.replace('&', ''), _('Save this reply')))
         if links:
             parts.append(f'<p style="margin-bottom:8px">{" &nbsp;·&nbsp; ".join(links)}</p>')
         return ''.join(parts)

@@ -1,17 +1,20 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""The plugin's settings: which provider answers, the quick actions, what is sent
-about the books, and where answers are saved.
+"""The plugin's settings: which provider answers, the quick actions of the library and
+of the E-book viewer, the viewer's highlight style for notes, what is sent about the
+books, and where answers are saved.
 
-SettingsWidget shows and edits them (validate(), then commit() writes them);
-SettingsDialog holds one with OK and Cancel; show_settings() opens it.
+SettingsWidget shows and edits them (validate(), then commit() writes them), with an
+ActionsEditor for each list of quick actions; SettingsDialog holds one with OK and
+Cancel; show_settings() opens it.
 """
 
 import re
 
 from qt.core import (
-    QAbstractItemView, QComboBox, QDialog, QDialogButtonBox, QFormLayout, QFrame, QHBoxLayout, QLabel,
-    QLineEdit, QListWidget, QListWidgetItem, QPlainTextEdit, QPushButton, QScrollArea, QSize, QStackedWidget, Qt,
-    QTabWidget, QVBoxLayout, QWidget,
+    QAbstractItemView, QColor, QComboBox, QDialog, QDialogButtonBox, QFont, QFormLayout, QFrame, QHBoxLayout,
+    QIcon, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPainter, QPainterPath, QPalette, QPen, QPixmap,
+    QPlainTextEdit, QPointF, QPushButton, QRectF, QScrollArea, QSize, QStackedWidget, Qt, QTabWidget,
+    QVBoxLayout, QWidget,
 )
 
 load_translations()
@@ -69,12 +72,40 @@ def custom_columns(db):
     return sorted(((key, fm[key].get('name') or key) for key in fm.custom_field_keys()), key=lambda c: c[1].lower())
 
 
-class ActionEditor(QDialog):
-    """Edit a quick action's label and prompt template."""
+def library_variables_help():
+    return _('In the prompt, {books_word} becomes "book" or "books" and {is_are} "is" or "are", by the number '
+             'of books; {title}, {authors} and {series} are those of the first book.')
 
-    def __init__(self, label='', template='', title='', parent=None):
+
+def reading_variables_help():
+    return _('In the prompt, {selected} becomes the selected text (best at the end of the prompt) and '
+             '{language} the answer language; {title} and {authors} are those of the book.')
+
+
+# the viewer's builtin highlight styles, as calibre names them (calibre.gui2.viewer.highlights
+# builtin_highlight_styles(): color-<which>, decoration-<which>) and shows them (viewer.js)
+HIGHLIGHT_COLORS = (  # which, light background, dark background
+    ('yellow', '#ffeb6b', '#906e00'), ('green', '#c0ed72', '#306f50'), ('blue', '#add8ff', '#265589'),
+    ('red', '#ffb0ca', '#a23e5a'), ('purple', '#d9b2ff', '#505088'))
+HIGHLIGHT_DECORATIONS = ('wavy', 'strikeout')
+
+
+def highlight_styles():
+    """(style name, human name) of calibre's builtin highlight styles, in the viewer's order."""
+    colors = {'yellow': _('Yellow highlight'), 'green': _('Green highlight'), 'blue': _('Blue highlight'),
+              'red': _('Pink highlight'), 'purple': _('Purple highlight')}
+    decorations = {'wavy': _('Red wavy underline'), 'strikeout': _('Red strikeout')}
+    return tuple((f'color-{which}', colors[which]) for which, light, dark in HIGHLIGHT_COLORS) + tuple(
+        (f'decoration-{which}', decorations[which]) for which in HIGHLIGHT_DECORATIONS)
+
+
+class ActionEditor(QDialog):
+    """Edit a quick action's label and prompt template; variables_help names the {variables} it may use."""
+
+    def __init__(self, label='', template='', title='', parent=None, variables_help=''):
         super().__init__(parent)
         self.setWindowTitle(title or _('Quick action'))
+        self.variables_help = variables_help or library_variables_help()
         self.setup_ui()
         self.label_edit.setText(label)
         self.template_edit.setPlainText(template)
@@ -91,9 +122,7 @@ class ActionEditor(QDialog):
         self.template_edit.setPlaceholderText(_('What the AI is asked, in any language'))
         form.addRow(_('&Prompt template:'), self.template_edit)
         layout.addLayout(form, 1)
-        self.help = wrapped_label(_(
-            'In the prompt, {books_word} becomes "book" or "books" and {is_are} "is" or "are", by the number '
-            'of books; {title}, {authors} and {series} are those of the first book.'), self)
+        self.help = wrapped_label(self.variables_help, self)
         self.help.setTextFormat(Qt.TextFormat.PlainText)
         layout.addWidget(self.help)
         self.error = wrapped_label('', self)
@@ -132,6 +161,166 @@ class ActionEditor(QDialog):
         super().accept()
 
 
+class ActionsEditor(QWidget):
+    """A list of quick actions to tick, add, edit, remove (only the user's own), reorder and restore.
+
+    builtin: the plugin's own actions (QuickAction); actions: the actions as they are now, disabled
+    ones included, in their order; explanation: what the actions are for, shown above the list;
+    variables_help: the sentence naming the {variables} a prompt template may use.
+    actions_pref() gives them back as the preferences keep them.
+    """
+
+    def __init__(self, builtin, actions, explanation, variables_help, parent=None):
+        super().__init__(parent)
+        self.builtin_actions = {a.name: a for a in builtin}
+        self.variables_help = variables_help
+        self.setup_ui(explanation)
+        for a in actions:
+            self.action_list.addItem(self.action_item(
+                {'name': a.name, 'label': a.label, 'template': a.template, 'builtin': a.builtin}, a.enabled))
+        self.action_list.currentRowChanged.connect(self.action_selected)
+        self.action_list.itemDoubleClicked.connect(self.edit_action)
+        self.action_list.setCurrentRow(0)
+        self.action_selected()
+
+    def setup_ui(self, explanation):
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.explanation = wrapped_label(explanation, self)
+        layout.addWidget(self.explanation)
+        row = QHBoxLayout()
+        layout.addLayout(row, 1)
+        self.action_list = QListWidget(self)
+        self.action_list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        row.addWidget(self.action_list, 1)
+        buttons = QVBoxLayout()
+        row.addLayout(buttons)
+
+        def button(text, slot, tip=''):
+            b = QPushButton(text, self)
+            b.clicked.connect(slot)
+            if tip:
+                b.setToolTip(tip)
+            buttons.addWidget(b)
+            return b
+
+        self.add_button = button(_('&Add...'), self.add_action)
+        self.edit_button = button(_('&Edit...'), self.edit_action)
+        self.remove_button = button(_('&Remove'), self.remove_action,
+                                    _('Only your own actions can be removed: untick the others to hide them'))
+        self.up_button = button(_('Move &up'), lambda: self.move_action(-1))
+        self.down_button = button(_('Move &down'), lambda: self.move_action(1))
+        self.restore_button = button(_('Restore de&fault'), self.restore_action,
+                                     _('Give this action back its original label and prompt'))
+        buttons.addStretch(1)
+        self.action_prompt = wrapped_label('', self)
+        self.action_prompt.setTextFormat(Qt.TextFormat.PlainText)
+        self.action_prompt.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.action_prompt.setMinimumHeight(self.action_prompt.fontMetrics().lineSpacing() * 3)
+        self.action_prompt.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.action_prompt)
+
+    def action_item(self, action, enabled=True):
+        item = QListWidgetItem()
+        item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable)
+        item.setCheckState(check_state(enabled))
+        self.set_action(item, action)
+        return item
+
+    def set_action(self, item, action):
+        item.setData(ACTION_ROLE, action)
+        text = action['label']
+        if action['builtin'] and self.is_edited(action):
+            text += ' ' + _('(edited)')
+        item.setText(text)
+        item.setToolTip(action['template'])
+
+    def is_edited(self, action):
+        base = self.builtin_actions.get(action['name'])
+        return base is not None and (action['label'], action['template']) != (base.label, base.template)
+
+    def current_action(self):
+        item = self.action_list.currentItem()
+        return (item, item.data(ACTION_ROLE)) if item is not None else (None, None)
+
+    def action_selected(self):
+        item, action = self.current_action()
+        row, count = self.action_list.currentRow(), self.action_list.count()
+        self.edit_button.setEnabled(item is not None)
+        self.remove_button.setEnabled(item is not None and not action['builtin'])
+        self.up_button.setEnabled(item is not None and row > 0)
+        self.down_button.setEnabled(item is not None and row < count - 1)
+        self.restore_button.setEnabled(item is not None and action['builtin'] and self.is_edited(action))
+        self.action_prompt.setText(_('Prompt: {prompt}').format(prompt=action['template']) if action else '')
+
+    def actions_shown(self):
+        return [self.action_list.item(i).data(ACTION_ROLE) for i in range(self.action_list.count())]
+
+    def editor(self, label='', template='', title=''):
+        return ActionEditor(label, template, title, self, self.variables_help)
+
+    def add_action(self):
+        d = self.editor(title=_('New quick action'))
+        if d.exec() != QDialog.DialogCode.Accepted:
+            return
+        taken = {a['name'] for a in self.actions_shown()} | set(self.builtin_actions)
+        action = {'name': slug(d.label, taken), 'label': d.label, 'template': d.template, 'builtin': False}
+        self.action_list.addItem(self.action_item(action))
+        self.action_list.setCurrentRow(self.action_list.count() - 1)
+
+    def edit_action(self):
+        item, action = self.current_action()
+        if item is None:
+            return
+        d = self.editor(action['label'], action['template'], _('Edit quick action'))
+        if d.exec() != QDialog.DialogCode.Accepted:
+            return
+        self.set_action(item, dict(action, label=d.label, template=d.template))
+        self.action_selected()
+
+    def remove_action(self):
+        item, action = self.current_action()
+        if item is None or action['builtin']:
+            return
+        self.action_list.takeItem(self.action_list.row(item))
+        self.action_selected()
+
+    def move_action(self, delta):
+        row = self.action_list.currentRow()
+        target = row + delta
+        if row < 0 or not 0 <= target < self.action_list.count():
+            return
+        item = self.action_list.takeItem(row)
+        self.action_list.insertItem(target, item)
+        self.action_list.setCurrentRow(target)
+        self.action_selected()
+
+    def restore_action(self):
+        item, action = self.current_action()
+        base = self.builtin_actions.get(action['name']) if action else None
+        if base is None:
+            return
+        self.set_action(item, dict(action, label=base.label, template=base.template))
+        self.action_selected()
+
+    def actions_pref(self):
+        """The actions as the preferences keep them (a list of {name, label, template, enabled}),
+        in the order shown. A builtin action's unchanged label or template is saved empty, so that
+        it follows calibre's language and the plugin's updates."""
+        saved = []
+        for i in range(self.action_list.count()):
+            item = self.action_list.item(i)
+            a = item.data(ACTION_ROLE)
+            base = self.builtin_actions.get(a['name']) if a['builtin'] else None
+            saved.append({
+                'name': a['name'],
+                'label': '' if base is not None and a['label'] == base.label else a['label'],
+                'template': '' if base is not None and a['template'] == base.template else a['template'],
+                'enabled': checked(item),
+            })
+        return saved
+
+
 class SettingsWidget(QWidget):
 
     def __init__(self, db=None, parent=None):
@@ -149,7 +338,8 @@ class SettingsWidget(QWidget):
         self.tabs = QTabWidget(self)
         layout.addWidget(self.tabs)
         self.tabs.addTab(self.provider_tab(), _('&Provider'))
-        self.tabs.addTab(self.actions_tab(), _('&Quick actions'))
+        self.tabs.addTab(self.library_tab(), _('&Library actions'))
+        self.tabs.addTab(self.reading_tab(), _('Read&ing'))
         self.tabs.addTab(self.sent_tab(), _('&Sent to the AI'))
         self.tabs.addTab(self.save_tab(), _('Sa&ve to book'))
 
@@ -228,152 +418,100 @@ class SettingsWidget(QWidget):
 
     # }}}
 
-    # Quick actions {{{
+    # Library actions {{{
 
-    def actions_tab(self):
+    def library_tab(self):
         from calibre_plugins.bookai.conversation.actions import library_actions, library_actions_builtin
-        self.builtin_actions = {a.name: a for a in library_actions_builtin()}
-        tab = QWidget(self)
-        layout = QVBoxLayout(tab)
-        layout.addWidget(wrapped_label(_(
-            'The questions offered with one click in the library. Untick an action to hide it; your own '
-            'actions can be removed, calibre\'s can only be hidden or edited.'), tab))
-        row = QHBoxLayout()
-        layout.addLayout(row, 1)
-        self.action_list = QListWidget(tab)
-        self.action_list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        row.addWidget(self.action_list, 1)
-        buttons = QVBoxLayout()
-        row.addLayout(buttons)
-
-        def button(text, slot, tip=''):
-            b = QPushButton(text, tab)
-            b.clicked.connect(slot)
-            if tip:
-                b.setToolTip(tip)
-            buttons.addWidget(b)
-            return b
-
-        self.add_button = button(_('&Add...'), self.add_action)
-        self.edit_button = button(_('&Edit...'), self.edit_action)
-        self.remove_button = button(_('&Remove'), self.remove_action,
-                                    _('Only your own actions can be removed: untick the others to hide them'))
-        self.up_button = button(_('Move &up'), lambda: self.move_action(-1))
-        self.down_button = button(_('Move &down'), lambda: self.move_action(1))
-        self.restore_button = button(_('Restore de&fault'), self.restore_action,
-                                     _('Give this action back its original label and prompt'))
-        buttons.addStretch(1)
-        self.action_prompt = wrapped_label('', tab)
-        self.action_prompt.setTextFormat(Qt.TextFormat.PlainText)
-        self.action_prompt.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.action_prompt.setMinimumHeight(self.action_prompt.fontMetrics().lineSpacing() * 3)
-        self.action_prompt.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.action_prompt)
-        for a in library_actions(include_disabled=True):
-            self.action_list.addItem(self.action_item(
-                {'name': a.name, 'label': a.label, 'template': a.template, 'builtin': a.builtin}, a.enabled))
-        self.action_list.currentRowChanged.connect(self.action_selected)
-        self.action_list.itemDoubleClicked.connect(self.edit_action)
-        self.action_list.setCurrentRow(0)
-        self.action_selected()
+        tab, layout, self.library_editor = self.actions_tab(
+            library_actions_builtin(), library_actions(include_disabled=True), _(
+                'The questions offered with one click in the library, about the selected books. Untick an '
+                'action to hide it; your own actions can be removed, calibre\'s can only be hidden or edited.'),
+            library_variables_help())
         return tab
 
-    def action_item(self, action, enabled=True):
-        item = QListWidgetItem()
-        item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable)
-        item.setCheckState(check_state(enabled))
-        self.set_action(item, action)
-        return item
+    def actions_tab(self, builtin, actions, explanation, variables_help):
+        """A tab holding an ActionsEditor: (tab, its layout, the editor)."""
+        tab = QWidget(self)
+        layout = QVBoxLayout(tab)
+        editor = ActionsEditor(builtin, actions, explanation, variables_help, tab)
+        layout.addWidget(editor, 1)
+        return tab, layout, editor
 
-    def set_action(self, item, action):
-        item.setData(ACTION_ROLE, action)
-        text = action['label']
-        if action['builtin'] and self.is_edited(action):
-            text += ' ' + _('(edited)')
-        item.setText(text)
-        item.setToolTip(action['template'])
+    # }}}
 
-    def is_edited(self, action):
-        base = self.builtin_actions.get(action['name'])
-        return base is not None and (action['label'], action['template']) != (base.label, base.template)
+    # Reading {{{
 
-    def current_action(self):
-        item = self.action_list.currentItem()
-        return (item, item.data(ACTION_ROLE)) if item is not None else (None, None)
+    def reading_tab(self):
+        from calibre_plugins.bookai.conversation.actions import viewer_actions, viewer_actions_builtin
+        tab, layout, self.viewer_editor = self.actions_tab(
+            viewer_actions_builtin(), viewer_actions(include_disabled=True), _(
+                'The questions offered with one click in the E-book viewer, about the text you select. Untick '
+                'an action to hide it; your own actions can be removed, calibre\'s can only be hidden or edited.'),
+            reading_variables_help())
+        row = QHBoxLayout()
+        self.highlight_box = QComboBox(tab)
+        self.highlight_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.highlight_box.addItem(self.highlight_icon(''), _('The viewer\'s current style'), '')
+        for name, text in highlight_styles():
+            self.highlight_box.addItem(self.highlight_icon(name), text, name)
+        current = self.prefs['highlight_style'] or ''
+        if self.highlight_box.findData(current) < 0:  # a custom style, or one of a later calibre
+            self.highlight_box.addItem(self.highlight_icon(''), current.removeprefix('custom-'), current)
+        self.highlight_box.setCurrentIndex(self.highlight_box.findData(current))
+        self.highlight_box.setToolTip(_(
+            'When you save an answer as a note on text that has no highlight yet, the text is highlighted '
+            'in this style'))
+        label = QLabel(_('&Highlight style for notes:'), tab)
+        label.setBuddy(self.highlight_box)
+        row.addWidget(label)
+        row.addWidget(self.highlight_box)
+        from calibre.constants import numeric_version
+        if numeric_version < (8, 11):  # the viewer highlights in its current style, always
+            self.highlight_box.setEnabled(False)
+            label.setEnabled(False)
+            self.highlight_needs = QLabel(_('(needs calibre 8.11 or later)'), tab)
+            self.highlight_needs.setEnabled(False)
+            row.addWidget(self.highlight_needs)
+        row.addStretch(1)
+        layout.addLayout(row)
+        return tab
 
-    def action_selected(self):
-        item, action = self.current_action()
-        row, count = self.action_list.currentRow(), self.action_list.count()
-        self.edit_button.setEnabled(item is not None)
-        self.remove_button.setEnabled(item is not None and not action['builtin'])
-        self.up_button.setEnabled(item is not None and row > 0)
-        self.down_button.setEnabled(item is not None and row < count - 1)
-        self.restore_button.setEnabled(item is not None and action['builtin'] and self.is_edited(action))
-        self.action_prompt.setText(_('Prompt: {prompt}').format(prompt=action['template']) if action else '')
-
-    def actions_shown(self):
-        return [self.action_list.item(i).data(ACTION_ROLE) for i in range(self.action_list.count())]
-
-    def add_action(self):
-        d = ActionEditor(title=_('New quick action'), parent=self)
-        if d.exec() != QDialog.DialogCode.Accepted:
-            return
-        taken = {a['name'] for a in self.actions_shown()} | set(self.builtin_actions)
-        action = {'name': slug(d.label, taken), 'label': d.label, 'template': d.template, 'builtin': False}
-        self.action_list.addItem(self.action_item(action))
-        self.action_list.setCurrentRow(self.action_list.count() - 1)
-
-    def edit_action(self):
-        item, action = self.current_action()
-        if item is None:
-            return
-        d = ActionEditor(action['label'], action['template'], _('Edit quick action'), self)
-        if d.exec() != QDialog.DialogCode.Accepted:
-            return
-        self.set_action(item, dict(action, label=d.label, template=d.template))
-        self.action_selected()
-
-    def remove_action(self):
-        item, action = self.current_action()
-        if item is None or action['builtin']:
-            return
-        self.action_list.takeItem(self.action_list.row(item))
-        self.action_selected()
-
-    def move_action(self, delta):
-        row = self.action_list.currentRow()
-        target = row + delta
-        if row < 0 or not 0 <= target < self.action_list.count():
-            return
-        item = self.action_list.takeItem(row)
-        self.action_list.insertItem(target, item)
-        self.action_list.setCurrentRow(target)
-        self.action_selected()
-
-    def restore_action(self):
-        item, action = self.current_action()
-        base = self.builtin_actions.get(action['name']) if action else None
-        if base is None:
-            return
-        self.set_action(item, dict(action, label=base.label, template=base.template))
-        self.action_selected()
-
-    def actions_pref(self):
-        """The quick actions as prefs['library_actions'] keeps them, in the order shown. A builtin
-        action's unchanged label or template is saved empty, so that it follows calibre's language
-        and the plugin's updates."""
-        saved = []
-        for i in range(self.action_list.count()):
-            item = self.action_list.item(i)
-            a = item.data(ACTION_ROLE)
-            base = self.builtin_actions.get(a['name']) if a['builtin'] else None
-            saved.append({
-                'name': a['name'],
-                'label': '' if base is not None and a['label'] == base.label else a['label'],
-                'template': '' if base is not None and a['template'] == base.template else a['template'],
-                'enabled': checked(item),
-            })
-        return saved
+    def highlight_icon(self, name):
+        """A small picture of a builtin highlight style: its colour, or its red line; blank for another name."""
+        size = self.highlight_box.iconSize()
+        dpr = self.devicePixelRatioF()
+        pixmap = QPixmap(size * dpr)
+        pixmap.setDevicePixelRatio(dpr)
+        pixmap.fill(Qt.GlobalColor.transparent)
+        w, h = size.width(), size.height()
+        p = QPainter(pixmap)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        kind, which = name.split('-', 1) if '-' in name else ('', '')
+        if kind == 'color':
+            light, dark = next((light, dark) for c, light, dark in HIGHLIGHT_COLORS if c == which)
+            is_dark = self.palette().color(QPalette.ColorRole.Window).lightnessF() < 0.5
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(QColor(dark if is_dark else light))
+            p.drawRoundedRect(QRectF(1, 2, w - 2, h - 4), 3, 3)
+        elif kind == 'decoration':  # letters, underlined with a red wave or struck out in red
+            font = QFont(self.font())
+            font.setPixelSize(max(8, round(h * 0.7)))
+            p.setFont(font)
+            p.setPen(self.palette().color(QPalette.ColorRole.Text))
+            box = QRectF(0, 0, w, h * 0.8)
+            p.drawText(box, Qt.AlignmentFlag.AlignCenter, 'ab')
+            p.setPen(QPen(QColor('red'), max(1.0, h / 12)))
+            if which == 'wavy':
+                path = QPainterPath(QPointF(1, h * 0.86))
+                steps = 6
+                for i in range(1, steps + 1):
+                    path.lineTo(QPointF(1 + (w - 2) * i / steps, h * (0.76 if i % 2 else 0.96)))
+                p.strokePath(path, p.pen())
+            else:
+                y = box.center().y() + 1
+                p.drawLine(QPointF(1, y), QPointF(w - 1, y))
+        p.end()
+        return QIcon(pixmap)
 
     # }}}
 
@@ -431,7 +569,7 @@ class SettingsWidget(QWidget):
             self.language_box.addItem(current, current)
         self.language_box.setCurrentIndex(self.language_box.findData(current))
         self.language_box.setToolTip(_('The AI is asked to answer in this language, when it can'))
-        form.addRow(*self.form_label(_('Answer &language:'), self.language_box, tab))
+        form.addRow(*self.form_label(_('Answer lan&guage:'), self.language_box, tab))
         layout.addLayout(form)
         return tab
 
@@ -503,7 +641,9 @@ class SettingsWidget(QWidget):
             w.commit()
         prefs = self.prefs
         prefs['provider'] = self.selected_provider or ''
-        prefs['library_actions'] = self.actions_pref()
+        prefs['library_actions'] = self.library_editor.actions_pref()
+        prefs['viewer_actions'] = self.viewer_editor.actions_pref()
+        prefs['highlight_style'] = self.highlight_box.currentData() or ''
         prefs['book_fields'] = self.fields_pref()
         prefs['confirm_send'] = self.confirm_box.currentData()
         prefs['answer_language'] = self.language_box.currentData()

@@ -53,6 +53,8 @@ def plugin_prefs():
             'providers': {},          # provider name: {option: value}
             'reasoning_effort': 'auto',
             'library_actions': [],    # the quick actions as edited: [{name, label, template, enabled}]
+            'viewer_actions': [],     # the same, for the E-book viewer's Ask AI panel
+            'highlight_style': '',    # the viewer's highlight style for notes ('' for the viewer's current one)
             'book_fields': [],        # fields sent besides title and authors (standard names, #custom)
             'answer_language': 'interface',  # 'interface', 'never', or a language named in English
             # before sending to an online (not local) provider, show what will be sent:

@@ -148,3 +148,30 @@ def test_books_are_described_from_a_real_library_with_only_the_allowed_fields(sa
     assert library.has_book(book_id) and not library.has_book(10 ** 6)
     assert library.library_id
     assert BookLibrary.open(str(sandbox.root / 'nowhere')) is None
+
+
+def test_viewer_actions_ask_about_the_selection():
+    from calibre_plugins.bookai.conversation.actions import viewer_action_prompt, viewer_actions_builtin
+    actions = {a.name: a for a in viewer_actions_builtin()}
+    assert list(actions) == ['explain', 'define', 'summarize', 'points', 'grammar', 'translate']
+    book = BookInfo(1, 'Dune', ('Frank Herbert',))
+    text = 'The spice must flow, and the worms must be kept.'
+    p = viewer_action_prompt(actions['explain'], text, book, 'German')
+    assert p == ('Explain the following text in simple, easy to understand language. \n------------\n\n'
+                 'Text to analyze: ' + text)
+    # a single word: the word variants of Explain, Define and Translate
+    assert viewer_action_prompt(actions['define'], 'melange', book).startswith(
+        'Explain the meaning and common usages of the following word.')
+    assert viewer_action_prompt(actions['translate'], 'melange', book, 'German').startswith(
+        'Translate the following word into the language German.')
+    assert 'Word to analyze: melange' in viewer_action_prompt(actions['summarize'], 'melange', book)
+
+
+def test_a_conversation_while_reading():
+    conv = Conversation([BookInfo(3, 'Dune', ('Frank Herbert',))], 'lib', language='French', selection='melange')
+    system = conv.messages_for('q')[0].text
+    assert system.startswith('I am currently reading the book: Dune by Frank Herbert. I have some questions about '
+                             'content from this book.')
+    assert system.endswith('If you can speak in French, then respond in French.')
+    again = Conversation.from_dict(conv.as_dict())
+    assert again.selection == 'melange' and again.messages_for('q')[0].text == system

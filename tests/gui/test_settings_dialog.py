@@ -3,11 +3,15 @@
 every setting edited, saved and read back."""
 
 import copy
+import re
 
 import pytest
-from qt.core import QApplication, QDialog, QLineEdit, QTimer, QWidget
+from qt.core import QAbstractButton, QApplication, QDialog, QGroupBox, QLabel, QLineEdit, QTimer, QWidget
 
-from calibre_plugins.bookai.conversation.actions import TEMPLATE_VARIABLES, library_actions, library_actions_builtin
+from calibre_plugins.bookai.conversation.actions import (
+    TEMPLATE_VARIABLES, VIEWER_VARIABLES, library_actions, library_actions_builtin, viewer_actions,
+    viewer_actions_builtin,
+)
 from calibre_plugins.bookai.conversation.books import STANDARD_FIELDS, interface_language
 from calibre_plugins.bookai.gui import settings as settings_module
 from calibre_plugins.bookai.gui.settings import SettingsDialog, SettingsWidget, slug
@@ -15,8 +19,11 @@ from calibre_plugins.bookai.providers.registry import PROVIDERS
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import secret_store
 
-TABS = ('provider', 'quick-actions', 'sent-to-the-ai', 'save-to-book')
+TABS = ('provider', 'library-actions', 'reading', 'sent-to-the-ai', 'save-to-book')
 BUILTIN = [a.name for a in library_actions_builtin()]
+VIEWER_BUILTIN = [a.name for a in viewer_actions_builtin()]
+HIGHLIGHT_STYLES = ['color-yellow', 'color-green', 'color-blue', 'color-red', 'color-purple', 'decoration-wavy',
+                    'decoration-strikeout']
 
 
 @pytest.fixture(autouse=True)
@@ -72,12 +79,12 @@ def click_through(qapp, button, fill):
         raise errors[0]
 
 
-def action_names(w):
-    return [a['name'] for a in w.actions_shown()]
+def action_names(editor):
+    return [a['name'] for a in editor.actions_shown()]
 
 
-def select_action(w, name):
-    w.action_list.setCurrentRow(action_names(w).index(name))
+def select_action(editor, name):
+    editor.action_list.setCurrentRow(action_names(editor).index(name))
 
 
 def test_every_tab_renders(qapp, artifacts, saved_prefs):
@@ -97,6 +104,30 @@ def test_every_tab_renders(qapp, artifacts, saved_prefs):
         qapp.processEvents()
         assert not w.config_pages[name].horizontalScrollBar().isVisible(), name
     shoot(qapp, d, artifacts / 'settings-provider-openai_compatible.png')
+    d.reject()
+
+
+def mnemonic(text):
+    m = re.search(r'&([^&])', text.replace('&&', ''))
+    return m.group(1).lower() if m else None
+
+
+def test_tab_accelerators_are_unique(qapp, saved_prefs):
+    """A tab's Alt+letter works from every tab: no button or label of any tab may use its letter."""
+    d = shown(qapp, SettingsDialog())
+    w = d.settings
+    for name in PROVIDERS:  # every provider's settings made
+        w.provider_box.setCurrentIndex(w.provider_box.findData(name))
+    tab_keys = [mnemonic(w.tabs.tabText(i)) for i in range(w.tabs.count())]
+    assert None not in tab_keys and len(set(tab_keys)) == len(tab_keys), tab_keys
+    used = {}
+    for child in d.findChildren(QWidget):
+        if isinstance(child, (QLabel, QAbstractButton, QGroupBox)):
+            key = mnemonic(child.title() if isinstance(child, QGroupBox) else child.text())
+            if key:
+                used.setdefault(key, []).append(child.text() if hasattr(child, 'text') else child.title())
+    for key in tab_keys:
+        assert key not in used, (key, used[key])
     d.reject()
 
 
@@ -179,23 +210,25 @@ def test_slugs():
     assert slug('Résumé', set()) == 'résumé'
 
 
-def test_quick_actions_edited(qapp, artifacts, saved_prefs):
+def test_library_actions_edited(qapp, artifacts, saved_prefs):
     saved_prefs['library_actions'] = []
     w = SettingsWidget()
     w.resize(720, 500)
     shown(qapp, w)
-    w.tabs.setCurrentIndex(1)
-    assert action_names(w) == BUILTIN
+    w.tabs.setCurrentIndex(TABS.index('library-actions'))
+    e = w.library_editor
+    assert action_names(e) == BUILTIN
     for name in BUILTIN:  # calibre's actions can be hidden, never removed
-        select_action(w, name)
-        assert not w.remove_button.isEnabled() and not w.restore_button.isEnabled()
-    select_action(w, 'summarize')
-    assert not w.up_button.isEnabled() and w.down_button.isEnabled()
-    w.action_list.item(0).setCheckState(settings_module.check_state(False))
+        select_action(e, name)
+        assert not e.remove_button.isEnabled() and not e.restore_button.isEnabled()
+    select_action(e, 'summarize')
+    assert not e.up_button.isEnabled() and e.down_button.isEnabled()
+    e.action_list.item(0).setCheckState(settings_module.check_state(False))
 
     def add(d):
         for v in TEMPLATE_VARIABLES:
             assert '{' + v + '}' in d.help.text()
+        assert '{selected}' not in d.help.text() and '{language}' not in d.help.text()
         d.accept()  # empty: refused, in words
         assert d.isVisible() and 'label' in d.error.text()
         d.label_edit.setText('Plot holes!')
@@ -206,32 +239,32 @@ def test_quick_actions_edited(qapp, artifacts, saved_prefs):
         d.accept()
         assert not d.isVisible()
 
-    click_through(qapp, w.add_button, add)
-    assert action_names(w) == BUILTIN + ['plot_holes']
-    assert w.action_list.currentRow() == len(BUILTIN)  # the new one is selected
-    assert w.remove_button.isEnabled() and not w.down_button.isEnabled()
-    w.up_button.click()
-    assert action_names(w) == BUILTIN[:-1] + ['plot_holes', BUILTIN[-1]]
+    click_through(qapp, e.add_button, add)
+    assert action_names(e) == BUILTIN + ['plot_holes']
+    assert e.action_list.currentRow() == len(BUILTIN)  # the new one is selected
+    assert e.remove_button.isEnabled() and not e.down_button.isEnabled()
+    e.up_button.click()
+    assert action_names(e) == BUILTIN[:-1] + ['plot_holes', BUILTIN[-1]]
 
-    select_action(w, 'chapters')
+    select_action(e, 'chapters')
 
     def edit(d):
         assert d.label_edit.text() == 'Chapters'
         d.label_edit.setText('Chapter by chapter')
         d.accept()
 
-    click_through(qapp, w.edit_button, edit)
-    item = w.action_list.item(1)
+    click_through(qapp, e.edit_button, edit)
+    item = e.action_list.item(1)
     assert item.text().startswith('Chapter by chapter') and '(edited)' in item.text()
-    assert w.restore_button.isEnabled() and not w.remove_button.isEnabled()
-    shoot(qapp, w, artifacts / 'settings-quick-actions-edited.png')
+    assert e.restore_button.isEnabled() and not e.remove_button.isEnabled()
+    shoot(qapp, w, artifacts / 'settings-library-actions-edited.png')
 
     def cancel(d):
         d.label_edit.setText('Not kept')
         d.reject()
 
-    click_through(qapp, w.edit_button, cancel)
-    assert w.action_list.item(1).data(settings_module.ACTION_ROLE)['label'] == 'Chapter by chapter'
+    click_through(qapp, e.edit_button, cancel)
+    assert e.action_list.item(1).data(settings_module.ACTION_ROLE)['label'] == 'Chapter by chapter'
 
     w.commit()
     saved = saved_prefs['library_actions']
@@ -252,19 +285,137 @@ def test_quick_actions_edited(qapp, artifacts, saved_prefs):
 
     # read back, then undone: the edit restored, the own action removed
     w = shown(qapp, SettingsWidget())
-    assert action_names(w) == [a['name'] for a in saved]
-    assert not settings_module.checked(w.action_list.item(0))
-    select_action(w, 'chapters')
-    assert w.restore_button.isEnabled()
-    w.restore_button.click()
-    assert w.action_list.item(1).text() == 'Chapters' and not w.restore_button.isEnabled()
-    select_action(w, 'plot_holes')
-    w.remove_button.click()
-    assert action_names(w) == BUILTIN
+    e = w.library_editor
+    assert action_names(e) == [a['name'] for a in saved]
+    assert not settings_module.checked(e.action_list.item(0))
+    select_action(e, 'chapters')
+    assert e.restore_button.isEnabled()
+    e.restore_button.click()
+    assert e.action_list.item(1).text() == 'Chapters' and not e.restore_button.isEnabled()
+    select_action(e, 'plot_holes')
+    e.remove_button.click()
+    assert action_names(e) == BUILTIN
     w.commit()
     assert [a.name for a in library_actions(include_disabled=True)] == BUILTIN
     assert {a.name: a.label for a in library_actions(include_disabled=True)}['chapters'] == 'Chapters'
     assert all(a.builtin for a in library_actions(include_disabled=True))
+    w.close()
+
+
+def test_reading_actions_edited(qapp, artifacts, saved_prefs):
+    saved_prefs['viewer_actions'] = []
+    saved_prefs['library_actions'] = []
+    w = SettingsWidget()
+    w.resize(720, 500)
+    shown(qapp, w)
+    w.tabs.setCurrentIndex(TABS.index('reading'))
+    e = w.viewer_editor
+    assert e is not w.library_editor and e.isVisible() and not w.library_editor.isVisible()
+    assert action_names(e) == VIEWER_BUILTIN
+    assert all(settings_module.checked(e.action_list.item(i)) for i in range(e.action_list.count()))
+    for name in VIEWER_BUILTIN:
+        select_action(e, name)
+        assert not e.remove_button.isEnabled() and not e.restore_button.isEnabled()
+    select_action(e, 'define')
+    e.action_list.currentItem().setCheckState(settings_module.check_state(False))
+    assert 'Prompt: Identify and define' in e.action_prompt.text()
+
+    def add(d):
+        for v in VIEWER_VARIABLES:
+            assert '{' + v + '}' in d.help.text()
+        for v in ('books_word', 'is_are', 'series'):
+            assert '{' + v + '}' not in d.help.text()
+        d.label_edit.setText('Explain')  # the label of a builtin action: its name is made unique
+        d.template_edit.setPlainText('Who says this in {title}, and why? {selected}')
+        shoot(qapp, d, artifacts / 'settings-reading-action-editor.png')
+        d.accept()
+        assert not d.isVisible()
+
+    click_through(qapp, e.add_button, add)
+    assert action_names(e) == VIEWER_BUILTIN + ['explain_2']
+    assert e.remove_button.isEnabled() and not e.restore_button.isEnabled()
+    for i in range(len(VIEWER_BUILTIN)):
+        e.up_button.click()
+    assert action_names(e) == ['explain_2'] + VIEWER_BUILTIN
+    assert not e.up_button.isEnabled() and e.down_button.isEnabled()
+    select_action(e, 'translate')
+    e.up_button.click()
+    order = ['explain_2'] + VIEWER_BUILTIN[:-2] + ['translate', VIEWER_BUILTIN[-2]]
+    assert action_names(e) == order
+    shoot(qapp, w, artifacts / 'settings-reading-edited.png')
+
+    w.commit()
+    saved = saved_prefs['viewer_actions']
+    assert [a['name'] for a in saved] == order
+    assert saved[0] == {'name': 'explain_2', 'label': 'Explain',
+                        'template': 'Who says this in {title}, and why? {selected}', 'enabled': True}
+    by_name = {a['name']: a for a in saved}
+    assert by_name['define'] == {'name': 'define', 'label': '', 'template': '', 'enabled': False}
+    assert saved_prefs['library_actions'] == [
+        {'name': name, 'label': '', 'template': '', 'enabled': True} for name in BUILTIN]  # left as it was
+    everything = viewer_actions(include_disabled=True)
+    assert [a.name for a in everything] == order
+    assert [a.name for a in viewer_actions()] == [name for name in order if name != 'define']
+    mine = everything[0]
+    assert not mine.builtin and mine.label == 'Explain' and mine.template.endswith('{selected}')
+    assert all(a.builtin for a in everything[1:])
+    assert [a.name for a in library_actions()] == BUILTIN
+    w.close()
+
+    # read back: the order, the hidden action; then the own action removed
+    w = shown(qapp, SettingsWidget())
+    e = w.viewer_editor
+    assert action_names(e) == order
+    assert not settings_module.checked(e.action_list.item(order.index('define')))
+    assert e.action_list.item(0).text() == 'Explain'  # the user's own, never marked edited
+    select_action(e, 'explain_2')
+    e.remove_button.click()
+    assert action_names(e) == order[1:]
+    w.commit()
+    assert [a.name for a in viewer_actions(include_disabled=True)] == order[1:]
+    w.close()
+
+
+def test_highlight_style(qapp, artifacts, saved_prefs):
+    saved_prefs['highlight_style'] = ''
+    w = shown(qapp, SettingsWidget())
+    w.tabs.setCurrentIndex(TABS.index('reading'))
+    box = w.highlight_box
+    box.showPopup()
+    qapp.processEvents()
+    shoot(qapp, box.view().window(), artifacts / 'settings-highlight-styles.png')
+    box.hidePopup()
+    assert [box.itemData(i) for i in range(box.count())] == [''] + HIGHLIGHT_STYLES
+    assert box.currentData() == '' and box.currentText() == "The viewer's current style"
+    names = {box.itemData(i): box.itemText(i) for i in range(box.count())}
+    assert names['color-yellow'] == 'Yellow highlight' and names['color-red'] == 'Pink highlight'
+    assert names['decoration-wavy'] == 'Red wavy underline' and names['decoration-strikeout'] == 'Red strikeout'
+    assert all(not box.itemIcon(i).isNull() for i in range(1, box.count()))
+    from calibre.constants import numeric_version
+    assert box.isEnabled() == (numeric_version >= (8, 11))  # before, notes use the viewer's current style
+    assert hasattr(w, 'highlight_needs') == (numeric_version < (8, 11))
+    w.commit()
+    assert saved_prefs['highlight_style'] == ''
+    box.setCurrentIndex(box.findData('color-purple'))
+    w.commit()
+    assert saved_prefs['highlight_style'] == 'color-purple'
+    w.close()
+
+    w = SettingsWidget()
+    assert w.highlight_box.currentData() == 'color-purple' and w.highlight_box.currentText() == 'Purple highlight'
+    w.close()
+
+    # a style the list does not offer (the viewer's own custom ones) is shown, and kept
+    saved_prefs['highlight_style'] = 'custom-Quotes'
+    w = SettingsWidget()
+    box = w.highlight_box
+    assert box.count() == len(HIGHLIGHT_STYLES) + 2
+    assert box.currentData() == 'custom-Quotes' and box.currentText() == 'Quotes'
+    w.commit()
+    assert saved_prefs['highlight_style'] == 'custom-Quotes'
+    box.setCurrentIndex(0)
+    w.commit()
+    assert saved_prefs['highlight_style'] == ''
     w.close()
 
 

@@ -75,7 +75,7 @@ def wait_until(condition, timeout=60):
 
 
 def answered(w):
-    wait_until(lambda: w.cancel is None)
+    wait_until(lambda: w.panel.cancel is None)
     return w.conv.turns[-1]
 
 
@@ -102,17 +102,17 @@ def test_a_quick_action_shows_what_the_server_sent(qapp, prefs, tiny, books, art
     summarize = next(b for b in w.action_buttons if b.text() == 'Summarize')
     expected = direct_text(tiny, w.conv.messages_for('Provide a concise summary of the previously described book.'))
     summarize.click()
-    assert w.cancel is not None and w.send_button.text() == '&Stop'
+    assert w.panel.cancel is not None and w.panel.send_button.text() == '&Stop'
     turn = answered(w)
     assert turn.answer == expected and turn.model == 'tiny' and turn.usage.output_tokens == TOKENS
-    assert squeeze(plain(markdown_to_html(expected))) in squeeze(w.chat.toPlainText())
-    assert 'tokens in' in w.status.text() and 'runs on this computer' in w.status.text()
+    assert squeeze(plain(markdown_to_html(expected))) in squeeze(w.panel.chat.toPlainText())
+    assert 'tokens in' in w.panel.status.text() and 'runs on this computer' in w.panel.status.text()
     # a follow-up question, typed, sent with Enter, carries the conversation
     from qt.core import QKeyEvent, QEvent, Qt
-    w.question.setPlainText('And the author?')
+    w.panel.question.setPlainText('And the author?')
     expected = direct_text(tiny, w.conv.messages_for('And the author?'))
-    qapp.sendEvent(w.question, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Return, Qt.KeyboardModifier.NoModifier))
-    assert w.question.toPlainText() == ''
+    qapp.sendEvent(w.panel.question, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Return, Qt.KeyboardModifier.NoModifier))
+    assert w.panel.question.toPlainText() == ''
     turn = answered(w)
     assert turn.answer == expected
     assert len(w.conv.turns) == 2 and w.conv.provider == 'openai_compatible' and w.conv.model == 'tiny'
@@ -127,8 +127,8 @@ def test_three_books_in_one_conversation(qapp, prefs, tiny, books):
     context = w.conv.messages_for('q')[0].text
     assert context.count('book is:') == 3
     expected = direct_text(tiny, w.conv.messages_for('Compare them.'))
-    w.question.setPlainText('Compare them.')
-    w.send_button.click()
+    w.panel.question.setPlainText('Compare them.')
+    w.panel.send_button.click()
     assert answered(w).answer == expected
     w.close()
 
@@ -137,35 +137,36 @@ def test_shift_enter_starts_a_new_line(qapp, prefs, tiny, books):
     use_server(prefs, tiny)
     w = window(books)
     from qt.core import QKeyEvent, QEvent, Qt
-    w.question.setPlainText('one')
-    w.question.moveCursor(w.question.textCursor().MoveOperation.End)
-    qapp.sendEvent(w.question, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier))
-    assert w.question.toPlainText() == 'one\n' and w.cancel is None and not w.conv.turns
+    w.panel.question.setPlainText('one')
+    w.panel.question.moveCursor(w.panel.question.textCursor().MoveOperation.End)
+    qapp.sendEvent(w.panel.question, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier))
+    assert w.panel.question.toPlainText() == 'one\n' and w.panel.cancel is None and not w.conv.turns
     w.close()
 
 
-def test_stop_is_seen_by_the_server(qapp, prefs, endless, books):
-    use_server(prefs, endless)
+def start_a_long_answer(prefs, server, books):
+    """A window whose answer is streaming (ten chunks in), and where the server's log was then."""
+    use_server(prefs, server)
     w = window(books)
-    log_start = len(endless.log())
-    w.question.setPlainText('Tell me everything.')
-    w.send_button.click()
-    wait_until(lambda: w.answer is not None and len(w.answer.text_parts) >= 10)
-    w.send_button.click()  # Stop
+    log_start = len(server.log())
+    w.panel.question.setPlainText('Tell me everything.')
+    w.panel.send_button.click()
+    wait_until(lambda: w.panel.answer is not None and len(w.panel.answer.text_parts) >= 10)
+    return w, log_start
+
+
+def test_stop_is_seen_by_the_server(qapp, prefs, endless, books):
+    w, log_start = start_a_long_answer(prefs, endless, books)
+    w.panel.send_button.click()  # Stop
     turn = answered(w)
     assert turn.finish_reason == 'cancelled' and turn.answer and not turn.error
     endless.wait_log(r'cancel', start=log_start)
-    assert 'Stopped.' in w.chat.toPlainText()
+    assert 'Stopped.' in w.panel.chat.toPlainText()
     w.close()
 
 
 def test_closing_mid_answer_stops_it_and_keeps_what_came(qapp, prefs, endless, books):
-    use_server(prefs, endless)
-    w = window(books)
-    log_start = len(endless.log())
-    w.question.setPlainText('Tell me everything.')
-    w.send_button.click()
-    wait_until(lambda: w.answer is not None and len(w.answer.text_parts) >= 10)
+    w, log_start = start_a_long_answer(prefs, endless, books)
     conv = w.conv
     w.close()
     endless.wait_log(r'cancel', start=log_start)
@@ -181,25 +182,25 @@ def test_a_server_that_is_down_keeps_the_conversation(qapp, prefs, books):
     server = LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', '16'))
     use_server(prefs, server)
     w = window(books)
-    w.question.setPlainText('First question')
-    w.send_button.click()
+    w.panel.question.setPlainText('First question')
+    w.panel.send_button.click()
     first = answered(w)
     assert first.answer and not first.error
     server.stop()
-    w.question.setPlainText('Second question')
-    w.send_button.click()
+    w.panel.question.setPlainText('Second question')
+    w.panel.send_button.click()
     failed = answered(w)
     assert failed.error and not failed.answer and '127.0.0.1' in failed.error
-    text = w.chat.toPlainText()
+    text = w.panel.chat.toPlainText()
     assert 'First question' in text and 'Second question' in text and failed.error in text
-    assert w.retry_button.isVisible()
+    assert w.panel.retry_button.isVisible()
     server.start()
     use_server(prefs, server)  # the restarted server listens on a new port
-    w.retry_button.click()
+    w.panel.retry_button.click()
     retried = answered(w)
     assert retried.question == 'Second question' and retried.answer and not retried.error
     assert [t.question for t in w.conv.turns] == ['First question', 'Second question']
-    assert failed.error not in w.chat.toPlainText()
+    assert failed.error not in w.panel.chat.toPlainText()
     server.stop()
     w.close()
 
@@ -207,12 +208,12 @@ def test_a_server_that_is_down_keeps_the_conversation(qapp, prefs, books):
 def test_nothing_is_sent_without_a_provider(qapp, prefs, books):
     prefs['provider'] = ''
     w = window(books)
-    assert 'No AI provider is chosen yet' in w.chat.toPlainText()
-    w.question.setPlainText('Hello?')
-    w.send_button.click()
-    assert w.cancel is None and not w.conv.turns
-    assert w.question.toPlainText() == 'Hello?'  # the question is not lost
-    assert 'Nothing was sent' in w.chat.toPlainText()
+    assert 'No AI provider is chosen yet' in w.panel.chat.toPlainText()
+    w.panel.question.setPlainText('Hello?')
+    w.panel.send_button.click()
+    assert w.panel.cancel is None and not w.conv.turns
+    assert w.panel.question.toPlainText() == 'Hello?'  # the question is not lost
+    assert 'Nothing was sent' in w.panel.chat.toPlainText()
     w.close()
 
 
@@ -242,13 +243,13 @@ def test_an_online_provider_shows_what_will_be_sent_first(qapp, prefs, tiny, boo
             seen.append(d.view.toPlainText())
             assert d.grab().save(str(artifacts / 'what-will-be-sent.png'))
         accept_next_dialog(check)
-        w.question.setPlainText('Who wrote it?')
-        w.send_button.click()
+        w.panel.question.setPlainText('Who wrote it?')
+        w.panel.send_button.click()
         answered(w)
         assert seen and 'Who wrote it?' in seen[0] and 'Quick Start Guide' in seen[0]
         assert 'sk-or-test-key' not in seen[0]
-        w.question.setPlainText('And then?')  # 'first': not asked again in this conversation
-        w.send_button.click()
+        w.panel.question.setPlainText('And then?')  # 'first': not asked again in this conversation
+        w.panel.send_button.click()
         answered(w)
         assert len(seen) == 1 and len(w.conv.turns) == 2
         w.close()
@@ -266,11 +267,11 @@ def test_save_to_book_appends_to_comments_and_a_custom_column(qapp, prefs, tiny,
     db.set_field('comments', {1: '<p>My own words.</p>'})
     db.set_field('#aianswers', {1: 'Kept text.'})
     w = window(books)
-    w.question.setPlainText('Summarize it.')
-    w.send_button.click()
+    w.panel.question.setPlainText('Summarize it.')
+    w.panel.send_button.click()
     turn = answered(w)
     accept_next_dialog()
-    w.on_link('save', 0)
+    w.panel.on_link('save', 0)
     comments = db.field_for('comments', 1)
     assert comments.startswith('<p>My own words.</p>') and 'Summarize it.' in comments and 'tiny' in comments
     assert squeeze(plain(markdown_to_html(turn.answer))) in squeeze(plain(comments))
@@ -290,8 +291,8 @@ def test_save_to_book_appends_to_comments_and_a_custom_column(qapp, prefs, tiny,
 def test_history_reopens_a_conversation_after_a_restart(qapp, prefs, tiny, books):
     use_server(prefs, tiny)
     w = window(books)
-    w.question.setPlainText('Remember this.')
-    w.send_button.click()
+    w.panel.question.setPlainText('Remember this.')
+    w.panel.send_button.click()
     first = answered(w)
     conv_id = w.conv.id
     w.close()
@@ -310,7 +311,7 @@ def test_history_reopens_a_conversation_after_a_restart(qapp, prefs, tiny, books
     assert conv.turns[0].answer == first.answer
     w = DiscussionWindow(BookLibrary(books.db, history), conv)
     w.show()
-    assert 'Remember this.' in w.chat.toPlainText()
+    assert 'Remember this.' in w.panel.chat.toPlainText()
     w.close()
     h.list.setCurrentItem(h.list.topLevelItem(0))
     accept_next_dialog()

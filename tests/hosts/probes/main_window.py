@@ -115,14 +115,14 @@ def discuss(gui):
     next(b for b in w.action_buttons if b.text() == os.environ['BOOKAI_PROBE_DISCUSS']).click()
 
     def wait():
-        if w.cancel is not None:
+        if w.panel.cancel is not None:
             return QTimer.singleShot(50, wait)
         turn = w.conv.turns[-1]
         report['answer'] = turn.answer
         report['error'] = turn.error
         report['messages'] = [m.text for m in w.conv.messages_for(turn.question)[:-1]]
         report['question'] = turn.question
-        report['chat_text'] = w.chat.toPlainText()
+        report['chat_text'] = w.panel.chat.toPlainText()
         if shots:
             w.grab().save(os.path.join(shots, 'discussion-in-calibre.png'))
         report.write()

@@ -5,6 +5,12 @@
 
 Writes a JSON report to $BOOKAI_PROBE_OUT and, if $BOOKAI_PROBE_SCREENSHOT is
 set, a screenshot once the book's first page has rendered.
+
+With $BOOKAI_PROBE_ASK set to a quick action's label, it then opens Book AI's
+panel, selects the page's text through the viewer's own selection path
+(its select_all shortcut), runs that action and waits for the answer; with
+$BOOKAI_PROBE_ENDLESS_URL also a question stopped mid-answer; with
+$BOOKAI_PROBE_NOTE also Save as note. $BOOKAI_PROBE_SHOTS: a folder for screenshots.
 """
 
 import os
@@ -16,22 +22,168 @@ from report import Report  # noqa: E402
 report = Report(loaded=None, rendered=False)
 
 
+def later(condition, then, timeout=120):
+    from qt.core import QTimer
+    import time
+    end = time.monotonic() + timeout
+
+    def check():
+        if condition():
+            return then()
+        if time.monotonic() > end:
+            report['waited_for'] = getattr(condition, '__name__', '?')
+            report.write()
+            return then()
+        QTimer.singleShot(50, check)
+    check()
+
+
+def ask(viewer):
+    """Open the panel, select, run a quick action, then Stop and Save as note as asked."""
+    from qt.core import QTabWidget
+    shots = os.environ.get('BOOKAI_PROBE_SHOTS', '')
+    viewer.toggle_lookup(True)
+    placeholder = viewer.bookai_panel
+    tabs = viewer.lookup_widget if isinstance(viewer.lookup_widget, QTabWidget) else viewer.lookup_dock.widget()
+    report['tabs'] = [tabs.tabText(i).replace('&', '') for i in range(tabs.count())]
+    report['modules_before_shown'] = sorted(m for m in sys.modules if m.startswith('calibre_plugins.bookai'))
+    tabs.setCurrentWidget(placeholder)
+    panel = placeholder.panel
+    report['panel_built'] = panel is not None
+    from qt.core import QTimer
+    # past the cover (an image) to the first text, then select it all: the viewer's own shortcuts
+    viewer.web_view.trigger_shortcut('next_section')
+    QTimer.singleShot(1500, lambda: viewer.web_view.trigger_shortcut('select_all'))
+
+    def selected():
+        return bool(panel.selected)
+
+    def run():
+        report['selected'] = panel.selected[:200]
+        report['quick_actions'] = [b.text() for b in panel.action_buttons]
+        b = next(b for b in panel.action_buttons if b.text() == os.environ['BOOKAI_PROBE_ASK'])
+        b.click()
+        later(lambda: panel.panel.cancel is None and bool(panel.panel.conv.turns), answered)
+
+    def answered():
+        conv = panel.panel.conv
+        turn = conv.turns[-1]
+        report.update(question=turn.question, answer=turn.answer, error=turn.error,
+                      messages=[m.text for m in conv.messages_for(turn.question)[:-1]],
+                      chat_text=panel.panel.chat.toPlainText())
+        if shots:
+            viewer.grab().save(os.path.join(shots, 'viewer-panel.png'))
+            panel.grab().save(os.path.join(shots, 'viewer-panel-only.png'))
+        report.write()
+        free_question()
+
+    def free_question():
+        p = panel.panel
+        p.question.setPlainText('And who wrote it?')
+        p.send_button.click()
+        later(lambda: p.cancel is None and len(p.conv.turns) == 2, free_answered)
+
+    def free_answered():
+        conv = panel.panel.conv
+        turn = conv.turns[-1]
+        sent = conv.messages_for(turn.question)
+        sent = sent[:-3] + sent[-1:]  # what was sent for it: without its own question and answer
+        report.update(free_question=turn.question, free_answer=turn.answer, free_error=turn.error,
+                      free_messages=[[m.role.value, m.text] for m in sent])
+        report.write()
+        if os.environ.get('BOOKAI_PROBE_ENDLESS_URL'):
+            return stop()
+        note()
+
+    def stop():
+        from calibre_plugins.bookai.settings.prefs import plugin_prefs
+        prefs = plugin_prefs()
+        providers = dict(prefs['providers'])
+        providers['openai_compatible'] = dict(providers['openai_compatible'],
+                                              base_url=os.environ['BOOKAI_PROBE_ENDLESS_URL'] + '/v1')
+        prefs['providers'] = providers
+        p = panel.panel
+        p.conv.provider = ''  # follow the changed settings
+        p.question.setPlainText('Go on and on.')
+        p.send_button.click()
+        later(lambda: p.answer is not None and len(p.answer.text_parts) >= 10, press_stop)
+
+    def press_stop():
+        panel.panel.send_button.click()
+        later(lambda: panel.panel.cancel is None, stopped)
+
+    def stopped():
+        turn = panel.panel.conv.turns[-1]
+        report.update(stopped_finish=turn.finish_reason, stopped_chars=len(turn.answer))
+        report.write()
+        note()
+
+    def note():
+        if not os.environ.get('BOOKAI_PROBE_NOTE'):
+            return viewer.close()
+        panel.panel.save(None)
+        later(lambda: any(h.get('notes') for h in viewer.current_book_data.get('annotations_map', {}).get(
+            'highlight', [])), noted, timeout=20)
+
+    def noted():
+        highlights = viewer.current_book_data.get('annotations_map', {}).get('highlight', [])
+        report['notice'] = panel.panel.chat.toPlainText()[-300:]
+        report['highlights'] = [{'notes': h.get('notes', ''), 'text': h.get('highlighted_text', '')[:100],
+                                 'uuid': h.get('uuid')} for h in highlights]
+        report['book_library_details'] = viewer.current_book_data.get('book_library_details')
+        report.write()
+        QTimer.singleShot(500, viewer.close)  # the notice comes once the note is set
+
+    later(selected, run, timeout=30)
+
+
+def unexpected_viewer():
+    """A viewer unlike any calibre Book AI knows: its Lookup panel is not in its dock."""
+    from qt.core import QWidget
+    from calibre.gui2.viewer.ui import EbookViewer
+    original = EbookViewer.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.lookup_dock.setWidget(QWidget(self.lookup_dock))
+    EbookViewer.__init__ = __init__
+
+
 def main(book):
     report.start()
     from qt.core import QTimer
     from calibre.gui2.viewer import main as viewer_main
+    # ebook-viewer loads the plugins while it imports these modules; calibre-debug -e loaded
+    # them before this script ran. Initialize them again (as calibre does when a plugin is
+    # added), now in a viewer process: what the plugins' initialize() sees in ebook-viewer.
+    if os.environ.get('BOOKAI_PROBE_UNEXPECTED'):
+        unexpected_viewer()
+    from calibre.customize.ui import initialize_plugins
+    initialize_plugins()
+    # the first-run help over the book ("Welcome to the calibre E-book viewer"): seen already
+    from calibre.gui2.viewer.config import vprefs
+    session = dict(vprefs['session_data'] or {})
+    session['controls_help_shown_count'] = 2
+    vprefs['session_data'] = session
     from calibre.gui2.viewer.ui import EbookViewer
     original = EbookViewer.load_finished
 
     def finish(viewer):
         if report.screenshot:
             report['screenshot'] = viewer.grab().save(report.screenshot)
+        report['bookai_modules'] = sorted(m for m in sys.modules if m.startswith('calibre_plugins.bookai'))
+        report['has_panel'] = hasattr(viewer, 'bookai_panel')
         report.write()
+        if os.environ.get('BOOKAI_PROBE_ASK') and report['has_panel']:
+            return ask(viewer)
         viewer.close()
 
     def rendered(viewer, *args):
         if not report['rendered']:
             report['rendered'] = True
+            if os.environ.get('BOOKAI_PROBE_T0'):  # for bench/viewer_start.py
+                import time
+                report['rendered_after'] = time.time() - float(os.environ['BOOKAI_PROBE_T0'])
             QTimer.singleShot(1000, lambda: finish(viewer))
 
     def load_finished(self, ok, data):

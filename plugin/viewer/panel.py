@@ -1,0 +1,270 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""The Ask AI panel of the E-book viewer's Lookup panel: the selected text drives it.
+
+The quick actions (Explain, Define, Summarize, Key points, Fix grammar,
+Translate, and the reader's own) ask about the selection; a typed question may
+use {selected}, and the first one of a conversation gets the selection anyway. A
+new selection starts a new conversation, unless the current one has answers:
+then it stays, and the next quick action (or New chat) is about the new text.
+
+Save as note: the conversation, or one reply, becomes the note of the highlight
+under the selection; without one, a highlight is made. An existing note is
+appended to, never replaced.
+"""
+
+from html import escape
+
+from qt.core import QGridLayout, QLabel, QPushButton, Qt, QVBoxLayout, QWidget
+
+from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel
+
+load_translations()
+
+COLUMNS = 3
+SHOWN_CHARS = 200
+NOTE_SEPARATOR = '\n\n------------------------------------\n\n'
+
+
+class AskPanel(QWidget):
+
+    def __init__(self, viewer, parent=None):
+        super().__init__(parent)
+        self.viewer = viewer
+        self.selected, self.annot = '', None
+        self.history = None
+        self.setup_ui()
+
+    def setup_ui(self):
+        from calibre_plugins.bookai.conversation.conversation import Conversation
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        self.selection_label = QLabel(self)
+        self.selection_label.setWordWrap(True)
+        layout.addWidget(self.selection_label)
+        self.actions_grid = QGridLayout()
+        layout.addLayout(self.actions_grid)
+        self.action_buttons = []
+        self.panel = ConversationPanel(
+            Conversation([self.book()]), keep=self.keep, save=self.save_as_note, save_text=_('Save as &note'),
+            settings=self.show_settings, placeholder=_('Ask about the selection or the book (Enter sends)'),
+            intro=self.intro, prepare=self.prepare, parent=self)
+        self.panel.state_changed.connect(self.streaming_changed)
+        layout.addWidget(self.panel, 1)
+        self.fill_quick_actions()
+        self.panel.show_conversation()
+        self.show_selection()
+
+    # the book and the selection {{{
+
+    def book(self):
+        """BookInfo for the book the viewer shows (the library's id when it is a library book)."""
+        from calibre_plugins.bookai.conversation.books import BookInfo
+        data = getattr(self.viewer, 'current_book_data', None) or {}
+        mi = data.get('metadata') or {}
+        details = data.get('book_library_details') or {}
+        title = mi.get('title') if isinstance(mi, dict) else getattr(mi, 'title', '')
+        authors = mi.get('authors') if isinstance(mi, dict) else getattr(mi, 'authors', ())
+        return BookInfo(int(details.get('book_id') or 0), title or _('Unknown'), tuple(authors or ()))
+
+    @property
+    def library_id(self):
+        data = getattr(self.viewer, 'current_book_data', None) or {}
+        return (data.get('book_library_details') or {}).get('library_id') or 'e-book-viewer'
+
+    def selection_changed(self, text, annot=None):
+        text = (text or '').replace('\u00ad', '')
+        if not text:
+            return  # the selection went away: what is shown stays
+        self.selected, self.annot = text, annot
+        if not self.panel.conv.turns and not self.panel.streaming:
+            self.panel.set_conversation(self.new_conversation(text))
+        self.show_selection()
+
+    def new_conversation(self, selection):
+        from calibre_plugins.bookai.conversation.books import answer_language
+        from calibre_plugins.bookai.conversation.conversation import Conversation
+        return Conversation([self.book()], self.library_id, language=answer_language(), selection=selection)
+
+    def show_selection(self):
+        conv_text = self.panel.conv.selection
+        if not self.selected:
+            text = _('Select text in the book to ask about it, or ask about the book.')
+        else:
+            shown = self.selected if len(self.selected) <= SHOWN_CHARS else self.selected[:SHOWN_CHARS] + '…'
+            text = '<b>' + escape(_('Selected:')) + '</b> <i>' + escape(shown) + '</i>'
+            if conv_text and conv_text != self.selected and self.panel.conv.turns:
+                text += '<br>' + escape(_('The conversation below is about an earlier selection. A quick action, '
+                                          'or New chat, starts one about this text.'))
+        self.selection_label.setText(text)
+
+    def intro(self):
+        if not self.selected:
+            return ''
+        return '<p>' + escape(_('Choose a quick action above, or type a question below. {selected} in a question '
+                                'stands for the selected text.')) + '</p>'
+
+    # }}}
+
+    # asking {{{
+
+    def fill_quick_actions(self):
+        from calibre_plugins.bookai.conversation.actions import viewer_actions
+        for b in self.action_buttons:
+            self.actions_grid.removeWidget(b)
+            b.deleteLater()
+        self.action_buttons = []
+        for i, action in enumerate(viewer_actions()):
+            b = QPushButton(action.label, self)
+            b.setAutoDefault(False)
+            b.clicked.connect(lambda checked=False, a=action: self.run_action(a))
+            self.actions_grid.addWidget(b, i // COLUMNS, i % COLUMNS)
+            self.action_buttons.append(b)
+        self.streaming_changed(self.panel.streaming)
+
+    def streaming_changed(self, streaming):
+        for b in self.action_buttons:
+            b.setEnabled(not streaming and bool(self.selected))
+
+    def run_action(self, action):
+        from calibre_plugins.bookai.conversation.actions import viewer_action_prompt
+        if not self.selected or self.panel.streaming:
+            return
+        if self.panel.conv.selection != self.selected or not self.panel.conv.selection:
+            self.panel.set_conversation(self.new_conversation(self.selected))
+            self.show_selection()
+        conv = self.panel.conv
+        self.panel.ask(viewer_action_prompt(action, self.selected, conv.books[0], conv.language or 'English'))
+
+    def prepare(self, question):
+        """A typed question: {selected} becomes the selection; the first question of a conversation
+        about a selection carries it anyway."""
+        from calibre_plugins.bookai.conversation.actions import selected_for_prompt, selection_prompt
+        conv = self.panel.conv
+        if '{selected}' in question:
+            if conv.selection != self.selected and self.selected:
+                self.panel.set_conversation(self.new_conversation(self.selected))
+                self.show_selection()
+                conv = self.panel.conv
+            return selection_prompt(question, conv.selection, conv.books[0], conv.language or 'English')
+        if conv.selection and not conv.turns:
+            return question + selected_for_prompt(conv.selection)
+        return question
+
+    def keep(self, conv):
+        if self.history is None:
+            from calibre_plugins.bookai.conversation.history import History
+            self.history = History()
+        self.history.save(conv)
+
+    # }}}
+
+    # save as note {{{
+
+    def save_as_note(self, index):
+        from calibre_plugins.bookai.conversation.notes import note_markdown
+        conv = self.panel.conv
+        turns = conv.turns if index is None else [conv.turns[index]]
+        note = note_markdown(turns, self.panel.assistant(self.panel.provider))
+        save_note(self.viewer, note, self.annot,
+                  lambda problem: self.panel.show_notice(problem or _('Saved as the note of the highlight.')))
+
+    def show_settings(self):
+        from calibre_plugins.bookai.gui.settings import show_settings
+        show_settings(self, None)
+        if not self.panel.streaming:
+            self.fill_quick_actions()
+
+    # }}}
+
+
+def highlight_uuid(annot):
+    """The uuid of the highlight a selection is on, from what the viewer sent with it."""
+    if isinstance(annot, dict):
+        return annot.get('uuid') or ''
+    if isinstance(annot, str) and annot:
+        import json
+        try:
+            data = json.loads(annot)
+        except ValueError:
+            return annot
+        return data.get('uuid', '') if isinstance(data, dict) else ''
+    return ''
+
+
+def save_note(viewer, note, annot, done):
+    """Put note on the highlight under the selection, after its existing note; then done(problem),
+    problem '' when it worked.
+
+    calibre 8.11+ does it in one step, making a highlight in the chosen style if there is none.
+    Before (and in builds without calibre's AI), the viewer can only set the note of an existing
+    highlight: a selection that has none is first highlighted with the selection bar's quick
+    highlight (its Q key, in the viewer's current style), and the note goes on the new highlight.
+    """
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    if hasattr(viewer, 'add_notes_or_create_highlight'):
+        style = plugin_prefs()['highlight_style']
+        current = None if style else viewer_current_style()
+        if current:  # "the viewer's current style": its definition, as the viewer keeps it
+            viewer.web_view.generic_action('add-notes-or-create-highlight', {'style': current, 'notes': note})
+        else:
+            viewer.add_notes_or_create_highlight(note, style)
+        return done('')
+    uuid = highlight_uuid(annot)
+    if uuid:
+        set_note(viewer, uuid, note)
+        return done('')
+    quick_highlight(viewer, lambda uuid: (set_note(viewer, uuid, note), done('')) if uuid else done(_(
+        'The selection could not be highlighted. Highlight it in the viewer, then save again.')))
+
+
+def viewer_current_style():
+    """The highlight style the reader last used in the viewer (a style definition), or None."""
+    try:
+        from calibre.gui2.viewer.config import get_session_pref
+        return get_session_pref('highlight_style', None, '')  # kept by the viewer's own code, at the top
+    except Exception:
+        return None
+
+
+def highlights(viewer):
+    return (viewer.current_book_data.get('annotations_map') or {}).get('highlight') or []
+
+
+def set_note(viewer, uuid, note):
+    existing = next((h.get('notes') or '' for h in highlights(viewer) if h.get('uuid') == uuid), '')
+    notes = existing + NOTE_SEPARATOR + note if existing.strip() else note
+    viewer.web_view.generic_action('set-notes-in-highlight', {'uuid': uuid, 'notes': notes})  # the book's view
+    if hasattr(viewer, 'notes_edited'):
+        viewer.notes_edited(uuid, notes)  # recorded and saved, as the viewer's own notes editor does
+
+
+def quick_highlight(viewer, then, timeout_ms=5000):
+    """Highlight the selection as the selection bar's Q key does; then(uuid of the new highlight, or '')."""
+    from qt.core import QApplication, QEvent, QKeyEvent, Qt, QTimer
+    before = {h.get('uuid') for h in highlights(viewer)}
+    state = {'done': False}
+
+    def finish(uuid):
+        if state['done']:
+            return
+        state['done'] = True
+        try:
+            viewer.web_view.highlights_changed.disconnect(changed)
+        except (TypeError, RuntimeError):
+            pass
+        then(uuid)
+
+    def look():
+        new = next((h.get('uuid') for h in highlights(viewer) if h.get('uuid') not in before), '')
+        if new:
+            finish(new)
+
+    def changed(*args):
+        QTimer.singleShot(0, look)  # after the viewer's own slot has recorded the highlight
+
+    viewer.web_view.highlights_changed.connect(changed)
+    target = viewer.web_view.focusProxy() or viewer.web_view
+    viewer.web_view.setFocus(Qt.FocusReason.OtherFocusReason)
+    for kind in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease):
+        QApplication.sendEvent(target, QKeyEvent(kind, Qt.Key.Key_Q, Qt.KeyboardModifier.NoModifier, 'q'))
+    QTimer.singleShot(timeout_ms, lambda: finish(''))

@@ -1,0 +1,153 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""Book AI's Ask AI panel in calibre's real E-book viewer, headless, on a book of a
+real library, answered by llama-server."""
+
+import json
+
+import pytest
+
+from peers import LlamaServer, http
+from sandbox import tracebacks
+from test_viewer_starts import library_epub
+
+ASK = 'Summarize'
+
+
+@pytest.fixture(scope='module')
+def tiny():
+    with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', '32')) as server:
+        yield server
+
+
+@pytest.fixture(scope='module')
+def endless():
+    with LlamaServer("tiny", alias="tiny", extra_args=("--temp", "0", "-n", "100000")) as server:
+        yield server
+
+
+def configure(sandbox, server):
+    r = sandbox.run(['calibre-debug', '-r', 'Book AI', '--', 'configure', 'openai_compatible',
+                     f'base_url={server.base_url}/v1', 'model=tiny', 'temperature=0'])
+    assert r.returncode == 0, r
+
+
+def direct_text(server, messages, question):
+    status, headers, body = http('POST', server.base_url + '/v1/chat/completions', {
+        'model': 'tiny', 'temperature': 0, 'messages': [{'role': 'system', 'content': messages[0]},
+                                                        {'role': 'user', 'content': question}]})
+    assert status == 200, body
+    return json.loads(body)['choices'][0]['message']['content']
+
+
+def test_a_quick_action_on_the_selection(sandbox, plugin_zip, library, tiny, endless, artifacts, host):
+    sandbox.install(plugin_zip)
+    configure(sandbox, tiny)
+    log_start = len(endless.log())
+    report, r = sandbox.probe('viewer', [library_epub(library)], env={
+        'BOOKAI_PROBE_ASK': ASK, 'BOOKAI_PROBE_SHOTS': str(artifacts), 'BOOKAI_PROBE_ENDLESS_URL': endless.base_url})
+    (artifacts / 'viewer-panel-report.json').write_text(json.dumps(dict(report, output=r.output), indent=1))
+    assert report['rendered'] and not report['timeout'] and 'waited_for' not in report, r
+    assert not tracebacks(r.output), r
+    assert report['has_panel'], (report, r.output)
+    # nothing AI is imported until the panel is first shown
+    assert report['modules_before_shown'] == ['calibre_plugins.bookai', 'calibre_plugins.bookai.gui',
+                                              'calibre_plugins.bookai.gui.icons', 'calibre_plugins.bookai.viewer',
+                                              'calibre_plugins.bookai.viewer.hook'], report['modules_before_shown']
+    if host in ('forky', 'noai'):  # calibre 9.x: the Lookup panel has tabs; ours is beside calibre's
+        assert report['tabs'][-1] == 'Book AI' and report['tabs'][0] == 'Dictionary'
+        assert ('Ask AI' in report['tabs']) == (host == 'forky')
+    else:
+        assert report['tabs'] == ['Lookup', 'Ask AI']
+    assert report['panel_built'] and report['selected']
+    assert report['quick_actions'] == ['Explain', 'Define', 'Summarize', 'Key points', 'Fix grammar', 'Translate']
+    assert report['question'].startswith('Provide a concise summary of the following text.')
+    assert 'Text to analyze: ' in report['question']
+    assert report['messages'][0].startswith('I am currently reading the book: Quick Start Guide by John Schember')
+    assert not report['error'] and report['answer'] == direct_text(tiny, report['messages'], report['question'])
+    # a typed follow-up carries the conversation
+    status, headers, body = http('POST', tiny.base_url + '/v1/chat/completions', {
+        'model': 'tiny', 'temperature': 0, 'messages': [{'role': r, 'content': t} for r, t in report['free_messages']]})
+    assert report['free_question'] == 'And who wrote it?' and len(report['free_messages']) == 4
+    assert not report['free_error'] and report['free_answer'] == json.loads(body)['choices'][0]['message']['content']
+    # Stop, mid-answer: the server sees it
+    assert report['stopped_finish'] == 'cancelled' and report['stopped_chars'] > 0
+    endless.wait_log(r'cancel', start=log_start)
+    assert (artifacts / 'viewer-panel.png').stat().st_size > 10_000
+
+
+def test_save_as_note_reaches_the_librarys_annotations(sandbox, plugin_zip, library, tiny, artifacts):
+    sandbox.install(plugin_zip)
+    configure(sandbox, tiny)
+    report, r = sandbox.probe('viewer', [library_epub(library)], env={
+        'BOOKAI_PROBE_ASK': 'Explain', 'BOOKAI_PROBE_NOTE': '1'})
+    assert report['rendered'] and not report['timeout'] and 'waited_for' not in report, (report, r.output[-2000:])
+    assert not tracebacks(r.output), r
+    assert report['answer'] and 'Saved as the note of the highlight.' in report['notice'], report['notice']
+    (noted,) = [h for h in report['highlights'] if h['notes']]
+    assert report['answer'] in noted['notes'] and 'Book AI' in noted['notes']
+    # after the viewer closed: the highlight and its note, through calibre's annotations API
+    code = ('import json; from calibre.library import db; c = db(%r).new_api; '
+            'print(json.dumps([a["annotation"] for a in c.all_annotations_for_book(1) '
+            'if a["annotation"]["type"] == "highlight"]))' % str(library))
+    out = sandbox.debug(code)
+    assert out.returncode == 0, out
+    saved = json.loads(out.stdout.strip().splitlines()[-1])
+    assert [h['uuid'] for h in saved] == [noted['uuid']] and report['answer'] in saved[0]['notes']
+
+
+def test_a_book_outside_the_library_keeps_its_note_in_the_viewer(sandbox, plugin_zip, library, tiny, tmp_path):
+    import shutil
+    sandbox.install(plugin_zip)
+    configure(sandbox, tiny)
+    book = tmp_path / 'elsewhere' / 'guide.epub'
+    book.parent.mkdir()
+    shutil.copy(library_epub(library), book)
+    report, r = sandbox.probe('viewer', [book], env={'BOOKAI_PROBE_ASK': 'Key points', 'BOOKAI_PROBE_NOTE': '1'})
+    assert report['rendered'] and not report['timeout'] and 'waited_for' not in report, (report, r.output[-2000:])
+    assert not tracebacks(r.output), r
+    assert not report['book_library_details']  # not a library book
+    (noted,) = [h for h in report['highlights'] if h['notes']]
+    assert report['answer'] in noted['notes']
+    # kept in the viewer's own store, as the viewer keeps highlights of such books
+    stored = [json.loads(p.read_text()) for p in (sandbox.config / 'viewer' / 'annots').glob('*.json')]
+    notes = [a.get('notes', '') for annots in stored for a in annots if a.get('type') == 'highlight']
+    assert any(report['answer'] in n for n in notes), stored
+
+
+def test_an_unexpected_viewer_is_left_as_it_is(sandbox, plugin_zip, library):
+    sandbox.install(plugin_zip)
+    report, r = sandbox.probe('viewer', [library_epub(library)], env={'BOOKAI_PROBE_UNEXPECTED': '1'})
+    assert report['loaded'] and report['rendered'] and not report['timeout'], r
+    assert not report['has_panel'] and not tracebacks(r.output), r
+    lines = [line for line in r.output.splitlines() if line.startswith('Book AI:')]
+    assert lines == ['Book AI: no Ask AI panel in this E-book viewer: LookupError: the Lookup panel is not where it '
+                     'was expected'], r.output
+
+
+def test_a_removed_plugin_leaves_no_panel(sandbox, plugin_zip, library):
+    # calibre lets interface plugins be removed, not disabled
+    sandbox.install(plugin_zip)
+    assert sandbox.customize('-r', 'Book AI').returncode == 0
+    report, r = sandbox.probe('viewer', [library_epub(library)])
+    assert report['rendered'] and not report['has_panel'] and report['bookai_modules'] == [], r
+    assert 'Book AI' not in r.output
+
+
+def test_the_real_ebook_viewer_loads_only_the_hook(sandbox, plugin_zip, library):
+    """ebook-viewer itself (not a probe), with Python's import log: the hook is imported while
+    the viewer starts, nothing AI is."""
+    import subprocess
+    sandbox.install(plugin_zip)
+    proc = subprocess.Popen(['ebook-viewer', str(library_epub(library))], env=sandbox.env(PYTHONPROFILEIMPORTTIME='1'),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=12)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    imported = [line.rpartition('|')[2].strip() for line in err.splitlines() if line.startswith('import time:')]
+    ours = [m for m in imported if m.startswith('calibre_plugins.bookai')]
+    assert 'calibre_plugins.bookai.viewer.hook' in ours, err[-3000:]
+    assert not [m for m in ours if m.split('.')[2] in ('providers', 'core', 'conversation')], ours
+    assert 'calibre_plugins.bookai.viewer.panel' not in ours
+    assert 'Book AI:' not in err and not tracebacks(err), err[-3000:]
