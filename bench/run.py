@@ -33,7 +33,7 @@ exec calibre-debug -e "bench/$1.py"
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('bench', choices=['first_token', 'stream_memory', 'chat_render', 'viewer_start'])
+    ap.add_argument('bench', choices=['first_token', 'stream_memory', 'chat_render', 'viewer_start', 'grounding'])
     ap.add_argument('--host', default='bookworm', choices=list(hosts.HOSTS))
     a = ap.parse_args()
     return hosts.run(a.host, ['sh', '-c', SCRIPT, 'sh', a.bench], check=False, isolated=True).returncode

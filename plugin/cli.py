@@ -59,7 +59,16 @@ def parser():
     a.add_argument('--provider', metavar='NAME', help=_('Instead of the provider chosen in the settings'))
     a.add_argument('--model', metavar='ID', help=_('Instead of the configured model'))
     a.add_argument('--json', action='store_true', help=_('One JSON event per line: text, reasoning, usage, '
-                                                         'error, done'))
+                                                         'error, done, citation'))
+    a.add_argument('--scope', default='metadata', choices=('metadata', 'selection', 'chapter', 'position', 'book'),
+                   help=_('What of the book\'s text is sent: nothing (metadata, the default), the selection with '
+                          'its neighbours, the current chapter, the best passages up to the reading position, or '
+                          'the best passages of the whole book'))
+    a.add_argument('--position', type=float, metavar='FRACTION', help=_('The reading position, as a fraction of the '
+                                                                        'book (default: where the viewer last was)'))
+    a.add_argument('--text', metavar='TEXT', help=_('The selected text, for the selection scope'))
+    a.add_argument('--show-sent', action='store_true', help=_('Print the exact messages that would be sent, with '
+                                                              'their token count, and send nothing'))
     return p
 
 
@@ -183,6 +192,9 @@ def cmd_ask(args, stdin, stdout):
     if missing:
         raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
     conv = Conversation.about(library, args.book)
+    excerpt = book_length = None
+    if args.scope != 'metadata':
+        excerpt, book_length = book_excerpt(library, args)
     if args.action:
         action = find_action(library_actions(), args.action)
         if action is None:
@@ -191,6 +203,12 @@ def cmd_ask(args, stdin, stdout):
         question = action.prompt(conv.books)
     else:
         question = args.prompt
+    passages, spoiler_safe = '', False
+    if excerpt is not None:
+        from calibre_plugins.bookai.grounding.scopes import passages_block
+        passages, spoiler_safe = passages_block(excerpt), excerpt.until is not None
+    if args.show_sent:
+        return show_sent(conv.messages_for(question, passages, spoiler_safe), stdout)
     if args.provider:
         provider = provider_named(args.provider)
     else:
@@ -200,7 +218,7 @@ def cmd_ask(args, stdin, stdout):
     if problem := provider.missing_setup():
         raise Exit(NOT_CONFIGURED, problem)
     answer = Answer()
-    for chunk in provider.text_chat(conv.ask(question), use_model=args.model or ''):
+    for chunk in provider.text_chat(conv.ask(question, passages, spoiler_safe), use_model=args.model or ''):
         answer.add(chunk)
         if args.json:
             for event in events_of(chunk):
@@ -212,9 +230,69 @@ def cmd_ask(args, stdin, stdout):
     library.history.save(conv)
     if not args.json and answer.text and not answer.text.endswith('\n'):
         stdout.write('\n')
+    if excerpt is not None and answer.failed is None:
+        show_citations(answer.text, excerpt, book_length, args.json, stdout)
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
     return OK
+
+
+def book_excerpt(library, args):
+    """The passages of the book sent for --scope (EPUB and KEPUB books for now)."""
+    from calibre_plugins.bookai.grounding.extract import UnreadableBook, read_epub
+    from calibre_plugins.bookai.grounding.scopes import excerpt
+    if len(args.book) != 1:
+        raise Exit(USAGE, _('Book text can be sent about one book at a time.'))
+    if args.scope == 'selection' and not args.text:
+        raise Exit(USAGE, _('The selection scope needs the selected text: --text TEXT.'))
+    if args.position is not None and not 0 <= args.position <= 1:
+        raise Exit(USAGE, _('--position is a fraction of the book, from 0 to 1.'))
+    book_id = args.book[0]
+    db = library.db
+    fmt = next((f for f in ('EPUB', 'KEPUB') if db.has_format(book_id, f)), None)
+    if fmt is None:
+        raise Exit(USAGE, _('Book {id} has no EPUB or KEPUB file. Reading other formats comes with conversion, '
+                            'which is not there yet.').format(id=book_id))
+    position = args.position
+    if position is None and args.scope != 'book':
+        position = last_read_position(db, book_id, fmt)
+    try:
+        book = read_epub(db.format_abspath(book_id, fmt))
+    except UnreadableBook as e:
+        raise Exit(USAGE, str(e)) from None
+    question = args.prompt or args.action or ''
+    return excerpt(book, args.scope, question, position, args.text or ''), book.length
+
+
+def last_read_position(db, book_id, fmt):
+    """Where the E-book viewer last was in the book (a fraction), or None."""
+    try:
+        amap = db.annotations_map_for_book(book_id, fmt)
+    except Exception:
+        return None
+    positions = [a.get('pos_frac') for a in amap.get('last-read', ()) if a.get('pos_frac') is not None]
+    return max(positions) if positions else None
+
+
+def show_sent(messages, stdout):
+    from calibre_plugins.bookai.conversation.conversation import estimated_tokens
+    for m in messages:
+        print(f'--- {m.role.value}', file=stdout)
+        print(m.text, file=stdout)
+    print('--- ' + _('about {tokens} tokens; nothing was sent').format(tokens=estimated_tokens(messages)), file=stdout)
+    return OK
+
+
+def show_citations(answer, excerpt, length, as_json, stdout):
+    from calibre_plugins.bookai.grounding.citations import citations
+    for c in citations(answer, excerpt, length):
+        if as_json:
+            print(json.dumps({'type': 'citation', 'number': c.number, 'sent': c.sent, 'chapter': c.chapter,
+                              'position': round(c.position, 4)}, ensure_ascii=False), file=stdout)
+        elif c.sent:
+            print(f'[{c.number}] {c.chapter} ({c.position:.0%})', file=stdout)
+        else:
+            print(f'[{c.number}] ' + _('(not a passage that was sent)'), file=stdout)
 
 
 def events_of(chunk):

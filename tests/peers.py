@@ -382,6 +382,23 @@ class LlamaServer(_Peer):
             return False
         return status == 200
 
+    def last_prompt(self):
+        """The text of the prompt the server last evaluated, as the server itself holds it: its
+        slot saved to a file (the server must run with --slot-save-path DIR), the tokens read
+        from that file, and turned back into text by the server's /detokenize."""
+        import struct
+        folder = self.extra_args[self.extra_args.index('--slot-save-path') + 1]
+        status, _, body = http('POST', self.base_url + '/slots/0?action=save', {'filename': 'last-prompt.bin'})
+        assert status == 200, body
+        saved = json.loads(body)['n_saved']
+        raw = Path(folder, 'last-prompt.bin').read_bytes()
+        ints = struct.unpack(f'<{len(raw) // 4}i', raw[:len(raw) // 4 * 4])
+        # the file (llama.cpp's sequence state) holds a header, then the token count, then the tokens
+        at = next(i for i in range(2, 16) if ints[i] == saved and all(t >= 0 for t in ints[i + 1:i + 1 + saved]))
+        status, _, body = http('POST', self.base_url + '/detokenize', {'tokens': list(ints[at + 1:at + 1 + saved])})
+        assert status == 200, body
+        return json.loads(body)['content']
+
 
 class AiMock(_Peer):
     """aimock serving JSON fixtures (a file or a folder of them) on 127.0.0.1."""

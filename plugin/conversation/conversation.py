@@ -32,6 +32,8 @@ class Turn:
     finish_reason: str = ''
     asked: float = field(default_factory=time.time)
     reasoning_details: tuple = ()
+    passages: str = ''          # the book's text sent with the question (grounding.scopes.passages_block)
+    spoiler_safe: bool = False  # sent with "nothing after the reader's position"
 
     @property
     def answered(self):
@@ -74,28 +76,35 @@ class Conversation:
     def updated(self):
         return self.turns[-1].asked if self.turns else self.created
 
-    def context(self):
+    def context(self, grounded=False, spoiler_safe=False):
+        if grounded:
+            from calibre_plugins.bookai.grounding.scopes import grounding_instructions
+            plain = self.context()
+            return Message(Role.SYSTEM, plain.text + ' ' + grounding_instructions(spoiler_safe))
         if self.selection:
             from calibre_plugins.bookai.conversation.books import reading_prompt
             return Message(Role.SYSTEM, reading_prompt(self.books[0] if self.books else None, True, self.language))
         return Message(Role.SYSTEM, context_prompt(self.books, self.language))
 
-    def messages_for(self, question):
-        """The exact messages a question sends: the context, the answered turns, the question."""
-        messages = [self.context()]
-        for turn in self.turns:
-            if turn.answered:
-                messages.append(Message(Role.USER, turn.question))
-                messages.append(Message(Role.ASSISTANT, turn.answer, turn.reasoning, turn.reasoning_details))
-        messages.append(Message(Role.USER, question))
+    def messages_for(self, question, passages='', spoiler_safe=False):
+        """The exact messages a question sends: the context, the answered turns, the question
+        (with the passages of the book sent with it, if any)."""
+        answered = [t for t in self.turns if t.answered]
+        grounded = bool(passages) or any(t.passages for t in answered)
+        spoiler_safe = spoiler_safe or any(t.spoiler_safe for t in answered)
+        messages = [self.context(grounded, spoiler_safe)]
+        for turn in answered:
+            messages.append(Message(Role.USER, with_passages(turn.question, turn.passages)))
+            messages.append(Message(Role.ASSISTANT, turn.answer, turn.reasoning, turn.reasoning_details))
+        messages.append(Message(Role.USER, with_passages(question, passages)))
         return messages
 
-    def ask(self, question):
+    def ask(self, question, passages='', spoiler_safe=False):
         """Start a turn; the messages to send for it. A last turn that failed is replaced."""
         if self.turns and not self.turns[-1].answered:
             self.turns.pop()
-        messages = self.messages_for(question)
-        self.turns.append(Turn(question))
+        messages = self.messages_for(question, passages, spoiler_safe)
+        self.turns.append(Turn(question, passages=passages, spoiler_safe=spoiler_safe))
         return messages
 
     def finish(self, answer, provider=''):
@@ -159,6 +168,17 @@ class Conversation:
     # }}}
 
 
+CHARS_PER_TOKEN = 4  # a rough, provider-independent estimate
+
+
+def estimated_tokens(messages):
+    return max(1, sum(len(m.text) for m in messages) // CHARS_PER_TOKEN)
+
+
+def with_passages(question, passages):
+    return f'{passages}\n\n{question}' if passages else question
+
+
 def book_from_dict(d):
     return BookInfo(int(d['book_id']), str(d['title']), tuple(d.get('authors', ())), d.get('series', ''),
                     d.get('series_index'), tuple(d.get('tags', ())), tuple(tuple(f) for f in d.get('fields', ())),
@@ -167,7 +187,8 @@ def book_from_dict(d):
 
 def turn_as_dict(t):
     return {'question': t.question, 'answer': t.answer, 'reasoning': t.reasoning, 'model': t.model,
-            'error': t.error, 'finish_reason': t.finish_reason, 'asked': t.asked,
+            'error': t.error, 'finish_reason': t.finish_reason, 'asked': t.asked, 'passages': t.passages,
+            'spoiler_safe': t.spoiler_safe,
             'usage': None if t.usage is None else asdict(t.usage)}
 
 
@@ -181,7 +202,8 @@ def turn_from_dict(d):
                           float(c['amount']), c.get('currency', 'USD'), c.get('source', 'reported'),
                           c.get('price_date', '')))
     return Turn(str(d['question']), d.get('answer', ''), d.get('reasoning', ''), d.get('model', ''), usage,
-                d.get('error', ''), d.get('finish_reason', ''), float(d.get('asked') or 0))
+                d.get('error', ''), d.get('finish_reason', ''), float(d.get('asked') or 0),
+                passages=str(d.get('passages') or ''), spoiler_safe=bool(d.get('spoiler_safe')))
 
 
 def usage_text(usage, local=False):

@@ -13,11 +13,7 @@ from qt.core import QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, Q
 
 load_translations()
 
-CHARS_PER_TOKEN = 4  # a rough, provider-independent estimate
-
-
-def estimated_tokens(messages):
-    return max(1, sum(len(m.text) for m in messages) // CHARS_PER_TOKEN)
+from calibre_plugins.bookai.conversation.conversation import estimated_tokens
 
 
 def role_name(role):
