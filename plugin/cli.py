@@ -5,6 +5,7 @@
     models PROVIDER [--refresh]     the models PROVIDER offers
     configure PROVIDER key=value... set a provider's options
     ask --library PATH --book ID... (--action NAME | --prompt TEXT) [--provider NAME] [--model ID] [--json]
+        [--scope metadata|selection|chapter|position|book] [--position FRACTION] [--text TEXT] [--show-sent]
 
 Exit codes: 0 done, 2 bad usage, 3 provider not configured, 4 provider error;
 each failure with one sentence on standard error. An API key is never taken
@@ -192,9 +193,9 @@ def cmd_ask(args, stdin, stdout):
     if missing:
         raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
     conv = Conversation.about(library, args.book)
-    excerpt = book_length = None
+    excerpt = None
     if args.scope != 'metadata':
-        excerpt, book_length = book_excerpt(library, args)
+        excerpt = book_excerpt(library, args)
     if args.action:
         action = find_action(library_actions(), args.action)
         if action is None:
@@ -231,7 +232,7 @@ def cmd_ask(args, stdin, stdout):
     if not args.json and answer.text and not answer.text.endswith('\n'):
         stdout.write('\n')
     if excerpt is not None and answer.failed is None:
-        show_citations(answer.text, excerpt, book_length, args.json, stdout)
+        show_citations(answer.text, excerpt, args.json, stdout)
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
     return OK
@@ -261,7 +262,7 @@ def book_excerpt(library, args):
     except UnreadableBook as e:
         raise Exit(USAGE, str(e)) from None
     question = args.prompt or args.action or ''
-    return excerpt(book, args.scope, question, position, args.text or ''), book.length
+    return excerpt(book, args.scope, question, position, args.text or '')
 
 
 def last_read_position(db, book_id, fmt):
@@ -283,9 +284,9 @@ def show_sent(messages, stdout):
     return OK
 
 
-def show_citations(answer, excerpt, length, as_json, stdout):
+def show_citations(answer, excerpt, as_json, stdout):
     from calibre_plugins.bookai.grounding.citations import citations
-    for c in citations(answer, excerpt, length):
+    for c in citations(answer, excerpt):
         if as_json:
             print(json.dumps({'type': 'citation', 'number': c.number, 'sent': c.sent, 'chapter': c.chapter,
                               'position': round(c.position, 4)}, ensure_ascii=False), file=stdout)

@@ -77,14 +77,17 @@ class Conversation:
         return self.turns[-1].asked if self.turns else self.created
 
     def context(self, grounded=False, spoiler_safe=False):
-        if grounded:
-            from calibre_plugins.bookai.grounding.scopes import grounding_instructions
-            plain = self.context()
-            return Message(Role.SYSTEM, plain.text + ' ' + grounding_instructions(spoiler_safe))
+        """The system message: about the books (or the book being read), and, when passages of
+        the book are sent, how to treat and cite them."""
         if self.selection:
             from calibre_plugins.bookai.conversation.books import reading_prompt
-            return Message(Role.SYSTEM, reading_prompt(self.books[0] if self.books else None, True, self.language))
-        return Message(Role.SYSTEM, context_prompt(self.books, self.language))
+            text = reading_prompt(self.books[0] if self.books else None, True, self.language)
+        else:
+            text = context_prompt(self.books, self.language)
+        if grounded:
+            from calibre_plugins.bookai.grounding.scopes import grounding_instructions
+            text += ' ' + grounding_instructions(spoiler_safe)
+        return Message(Role.SYSTEM, text)
 
     def messages_for(self, question, passages='', spoiler_safe=False):
         """The exact messages a question sends: the context, the answered turns, the question

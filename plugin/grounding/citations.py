@@ -18,8 +18,9 @@ class Citation:
     text: str = ''
 
 
-def citations(answer, excerpt, book_length):
+def citations(answer, excerpt):
     """The distinct citations in answer, in the order they first appear."""
+    book_length = excerpt.book_length
     found, seen = [], set()
     for m in MARKER.finditer(answer or ''):
         for number in (int(x) for x in m.group(1).split(',')):

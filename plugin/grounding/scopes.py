@@ -29,6 +29,7 @@ class Excerpt:
     passages: tuple
     chapters: tuple          # the book's chapter titles, for citations
     until: int | None        # the reader's position (a character offset), when there is one
+    book_length: int         # in characters: positions are fractions of it
 
     def chapter_of(self, number):
         return self.chapters[self.passages[number - 1].chapter] if 0 < number <= len(self.passages) else ''
@@ -59,7 +60,7 @@ def excerpt(book, scope, question='', position=None, selection='', budget=DEFAUL
         used += cost
     if scope in ('selection', 'chapter'):
         kept.sort(key=lambda p: p.start)
-    return Excerpt(scope, tuple(kept), chapters, until)
+    return Excerpt(scope, tuple(kept), chapters, until, book.length)
 
 
 def around_selection(book, selection, until):
@@ -75,15 +76,19 @@ def around_selection(book, selection, until):
     chosen = paras[max(0, i - NEIGHBOURS):i + NEIGHBOURS + 1]
     if until is not None:
         chosen = [p for p in chosen if p.start + len(p.text) <= until or p is paras[i]]
-    return [Passage(k, p.chapter, p.start, p.start + len(p.text), p.text) for k, p in enumerate(chosen)]
+    return as_passages(chosen)
 
 
 def chapter_up_to(book, until):
-    chapter = book.paragraphs and next(
-        (p.chapter for p in reversed(book.paragraphs) if p.start <= until), 0)
+    chapter = next((p.chapter for p in reversed(book.paragraphs) if p.start <= until), 0)
     paras = [p for p in book.paragraphs if p.chapter == chapter and p.start + len(p.text) <= until]
     # newest first, so that the budget keeps what is nearest the reader's position
-    return [Passage(k, p.chapter, p.start, p.start + len(p.text), p.text) for k, p in reversed(list(enumerate(paras)))]
+    return as_passages(paras)[::-1]
+
+
+def as_passages(paragraphs):
+    """Paragraphs as passages of one paragraph each."""
+    return [Passage(k, p.chapter, p.start, p.start + len(p.text), p.text) for k, p in enumerate(paragraphs)]
 
 
 def grounding_instructions(spoiler_safe):

@@ -5,8 +5,8 @@ the links under each reply (Copy, Show reasoning, Save).
 A streaming answer is not re-rendered as a whole on every chunk: its finished
 blocks (render.stable_end) are rendered once and inserted; only the unfinished
 tail is replaced, on a short timer, so the cost of an answer grows with its
-length, not with its square. When the answer ends, its region alone is rendered
-again once, complete.
+length, not with its square. When the answer ends, only what is left of it, its
+header and the links under it are rendered.
 
 Links in the conversation are handled here: ours (scheme "bookai:") become the
 link_activated signal, http and https ones open in the browser only when
@@ -123,10 +123,6 @@ class ChatView(QTextBrowser):
     def toggle_reasoning(self, index):
         self.reasoning_shown ^= {index}
 
-    def show_message(self, html):
-        self.stop_stream()
-        self.setHtml(html)
-
     def append_html(self, html):
         c = self.end_cursor()
         c.insertBlock()
@@ -161,7 +157,6 @@ class ChatView(QTextBrowser):
     def add_reasoning(self, text):
         s = self.stream
         if s is not None and text:
-            s.reasoning_chars += len(text)
             if not s.has_text:
                 s.dirty = True
                 if not self.flush_timer.isActive():
@@ -264,6 +259,5 @@ class Stream:
         self.tail = ''              # the text of the unfinished tail (finished blocks are not kept)
         self.arrived = []           # text that came since the last update
         self.has_text = False
-        self.reasoning_chars = 0
         self.dirty = False
 

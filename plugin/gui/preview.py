@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 from qt.core import QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout
 
-load_translations()
-
 from calibre_plugins.bookai.conversation.conversation import estimated_tokens
+
+load_translations()
 
 
 def role_name(role):
