@@ -193,9 +193,6 @@ def cmd_ask(args, stdin, stdout):
     if missing:
         raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
     conv = Conversation.about(library, args.book)
-    excerpt = None
-    if args.scope != 'metadata':
-        excerpt = book_excerpt(library, args)
     if args.action:
         action = find_action(library_actions(), args.action)
         if action is None:
@@ -204,6 +201,7 @@ def cmd_ask(args, stdin, stdout):
         question = action.prompt(conv.books)
     else:
         question = args.prompt
+    excerpt = book_excerpt(library, args, question) if args.scope != 'metadata' else None
     passages, spoiler_safe = '', False
     if excerpt is not None:
         from calibre_plugins.bookai.grounding.scopes import passages_block
@@ -238,8 +236,8 @@ def cmd_ask(args, stdin, stdout):
     return OK
 
 
-def book_excerpt(library, args):
-    """The passages of the book sent for --scope (EPUB and KEPUB books for now)."""
+def book_excerpt(library, args, question):
+    """The passages of the book sent with question for --scope (EPUB and KEPUB books for now)."""
     from calibre_plugins.bookai.grounding.extract import UnreadableBook, read_epub
     from calibre_plugins.bookai.grounding.scopes import excerpt
     if len(args.book) != 1:
@@ -261,7 +259,6 @@ def book_excerpt(library, args):
         book = read_epub(db.format_abspath(book_id, fmt))
     except UnreadableBook as e:
         raise Exit(USAGE, str(e)) from None
-    question = args.prompt or args.action or ''
     return excerpt(book, args.scope, question, position, args.text or '')
 
 

@@ -164,3 +164,17 @@ def test_book_text_scopes_say_what_is_wrong(cli, sandbox):
     assert r.returncode == 2 and 'fraction' in r.stderr
     r = cli('ask', '--library', lib, '--book', '1', '--book', '1', '--prompt', 'q', '--scope', 'book')
     assert r.returncode == 2 and 'one book at a time' in r.stderr
+
+
+def test_a_quick_action_finds_passages_for_its_prompt(cli, sandbox):
+    """Retrieval ranks passages for the question sent (the action's prompt), not the action's name."""
+    from calibre_plugins.bookai.conversation.actions import find_action, library_actions_builtin
+    from calibre_plugins.bookai.grounding.extract import read_epub
+    from calibre_plugins.bookai.grounding.scopes import excerpt, passages_block
+    lib = sandbox.make_library(quick_start_epub())
+    r = cli('ask', '--library', lib, '--book', '1', '--action', 'read_next', '--scope', 'book', '--show-sent')
+    assert r.returncode == 0, r
+    books = BookLibrary.open(str(lib)).books([1])
+    prompt = find_action(library_actions_builtin(), 'read_next').prompt(books)
+    expected = passages_block(excerpt(read_epub(quick_start_epub()), 'book', prompt))
+    assert expected and expected in r.stdout
