@@ -90,7 +90,7 @@ def local_model():
     os.environ['BOOKAI_PEERS'] = peers_dir
     sys.path.insert(0, str(PROJECT / 'tests'))
     from peers import LlamaServer
-    return LlamaServer('smollm2', alias='smollm2', extra_args=('--temp', '0', '-n', '400'), start=False)
+    return LlamaServer('smollm2', alias='smollm2', ctx=8192, extra_args=('--temp', '0', '-n', '400'), start=False)
 
 
 def book_ai(*args, env, **kw):
@@ -111,6 +111,9 @@ def sandbox_env():
 
 def run(argv, env, **kw):
     return subprocess.run([str(a) for a in argv], env=env, check=True, **kw)
+
+
+GROUNDED = 'How do I convert an ebook to another format?'
 
 
 def make_library(env):
@@ -154,6 +157,13 @@ def main(argv=None):
             say('the answer failed: see the sentence above')
             return r.returncode
         say('that answer came from the model on this computer; nothing left it')
+        say(f'and with passages of the book itself, cited: {GROUNDED}')
+        print(flush=True)
+        r = book_ai('ask', '--library', library, '--book', 1, '--prompt', GROUNDED, '--scope', 'book', env=env)
+        print(flush=True)
+        if r.returncode != 0:
+            say('the answer failed: see the sentence above')
+            return r.returncode
         if a.gui:
             return open_calibre(library, env)
     say('to try the window too: python3 dev/demo.py --gui')
@@ -168,10 +178,12 @@ def open_calibre(library, env):
     report_path = DEMO / 'main-window.json'
     say('no display here: starting calibre headless')
     probe = PROJECT / 'tests' / 'hosts' / 'probes' / 'main_window.py'
-    # the probe selects book 1, opens Discuss and clicks the Summarize quick action
+    # the probe selects book 1, opens Discuss and clicks the Summarize quick action, then asks
+    # GROUNDED with passages of the whole book
     run(['calibre-debug', '-e', probe, library], dict(env, BOOKAI_PROBE_OUT=str(report_path),
         BOOKAI_PROBE_SCREENSHOT=str(shot), BOOKAI_PROBE_DISCUSS='Summarize', BOOKAI_PROBE_SHOTS=str(DEMO),
-        BOOKAI_PROBE_TIMEOUT='600'), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        BOOKAI_PROBE_GROUNDED=GROUNDED, BOOKAI_PROBE_TIMEOUT='600'),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     report = json.loads(report_path.read_text())
     ai = report.get('book_ai') or {}
     menu = [t.replace('&', '').split('\t')[0] for t in ai.get('menu') or []]
@@ -179,7 +191,11 @@ def open_calibre(library, env):
         f'{ai.get("on_main_toolbar", False)}; its menu: {", ".join(menu)}')
     say(f'the discussion window answered "{report.get("question", "")}":')
     print(report.get('answer') or report.get('error') or '(no answer)', flush=True)
-    say(f'screenshots: {shot}, {DEMO / "discussion-in-calibre.png"}, {DEMO / "settings_from_menu.png"}')
+    grounded = report.get('grounded') or {}
+    say(f'and with passages of the book ({len(grounded.get("places", []))} sent), "{GROUNDED}":')
+    print(grounded.get('answer') or grounded.get('error') or '(no answer)', flush=True)
+    say(f'screenshots: {shot}, {DEMO / "discussion-in-calibre.png"}, {DEMO / "discussion-grounded.png"}, '
+        f'{DEMO / "settings_from_menu.png"}')
     return 0 if ai.get('on_main_toolbar') and report.get('answer') else 1
 
 

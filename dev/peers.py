@@ -22,6 +22,8 @@ peers from there (see shared/notes/llm-peers.md for what each one is worth).
     sdk/py311 py313 py314   the official openai, anthropic, google-genai and ollama SDKs,
                             one folder per host Python (bookworm 3.11, trixie 3.13, forky 3.14),
                             to cross-check the plugin's parsers; never bundled in the plugin
+    deflate64/py311         zipfile-deflate64 built for bookworm's Python, to read Deflate64
+                            books where calibre's Python has it; never bundled in the plugin
 
 Downloads come only from PyPI (pip) and npm, by package name and pinned version,
 and are checked against the sha256 (npm: the integrity) written below. Downloads
@@ -302,12 +304,38 @@ def compile_sdk(folder):
         log(f'SDKs for {folder}: compiling failed (exit {r.returncode}); they still import, more slowly')
 
 
+DEFLATE64 = 'zipfile-deflate64==0.2.0'  # test-only: Deflate64 zips where calibre's Python has it
+DEFLATE64_SHA256 = '875a3299de102edf1c17f8cafcc528b1ca80b62dc4814b9cb56867ec59fbfd18'  # its sdist
+
+
+def deflate64():
+    """zipfile-deflate64 for bookworm's Python, the calibre there (an sdist: built here, with this
+    machine's compiler). The chroot hosts have no compiler: their calibre has no Deflate64, the
+    case where Book AI says so in words."""
+    target = PEERS / 'deflate64' / 'py311'
+    if read_stamp(target / '.bookai-pins') == DEFLATE64 + '\n':
+        log('zipfile-deflate64: cached,', target)
+        return
+    need('gcc')
+    tmp = fresh_dir(target.with_name('py311.partial'))
+    pins = tmp.with_name('py311.requirements.txt')
+    pins.write_text(f'{DEFLATE64} --hash=sha256:{DEFLATE64_SHA256}\n')
+    run(['/usr/bin/python3', '-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '-q',
+         '--no-deps', '--no-compile', '--require-hashes', '--target', tmp, '-r', pins])
+    pins.unlink()
+    (tmp / '.bookai-pins').write_text(DEFLATE64 + '\n')
+    if target.exists():
+        shutil.rmtree(target)
+    tmp.rename(target)
+
+
 PEER_STEPS = {
     'llama-server': llama_server,
     'smollm2': smollm2,
     'tiny': tiny_model,
     'aimock': aimock,
     'sdk': sdks,
+    'deflate64': deflate64,
 }
 
 
@@ -344,6 +372,8 @@ def status():
     except (OSError, ValueError, KeyError):
         version = None
     line('aimock', PEERS / 'aimock', version == AIMOCK[1], f'{AIMOCK[0]}@{version or AIMOCK[1]}')
+    target = PEERS / 'deflate64' / 'py311'
+    line('deflate64', target, read_stamp(target / '.bookai-pins') == DEFLATE64 + '\n', f'{DEFLATE64} for bookworm')
     for folder, python in SDK_PYTHONS.items():
         target = PEERS / 'sdk' / folder
         line(f'sdk {folder}', target, read_stamp(target / '.bookai-pins') == ' '.join(SDK_PINS + SDK_DEPENDENCY_PINS) + '\n',

@@ -6,8 +6,10 @@
     configure PROVIDER key=value... set a provider's options
     ask --library PATH --book ID... (--action NAME | --prompt TEXT) [--provider NAME] [--model ID] [--json]
         [--scope metadata|selection|chapter|position|book] [--position FRACTION] [--text TEXT] [--show-sent]
+    ask-library QUESTION --library PATH [--book ID...] [--provider NAME] [--model ID] [--json] [--show-sent]
 
-Exit codes: 0 done, 2 bad usage, 3 provider not configured, 4 provider error;
+Exit codes: 0 done, 2 bad usage, 3 provider not configured (or, for ask-library, the
+library has no full-text index), 4 provider error, 5 nothing in the library matches;
 each failure with one sentence on standard error. An API key is never taken
 from the command line itself: api_key=- reads it from standard input,
 api_key=env:NAME from the environment variable NAME.
@@ -70,7 +72,23 @@ def parser():
     a.add_argument('--text', metavar='TEXT', help=_('The selected text, for the selection scope'))
     a.add_argument('--show-sent', action='store_true', help=_('Print the exact messages that would be sent, with '
                                                               'their token count, and send nothing'))
+    add_ask_library(sub)
     return p
+
+
+def add_ask_library(sub):
+    q = sub.add_parser('ask-library', help=_('Ask a question answered from passages of the books of a library, '
+                                             'found by calibre\'s full-text search, with citations'))
+    q.add_argument('question', metavar='QUESTION')
+    q.add_argument('--library', required=True, metavar='PATH', help=_('The calibre library folder'))
+    q.add_argument('--book', action='append', type=int, metavar='ID', help=_('Search this book only (repeatable; '
+                                                                            'default: the whole library)'))
+    q.add_argument('--provider', metavar='NAME', help=_('Instead of the provider chosen in the settings'))
+    q.add_argument('--model', metavar='ID', help=_('Instead of the configured model'))
+    q.add_argument('--json', action='store_true', help=_('One JSON event per line: text, reasoning, usage, '
+                                                         'error, done, citation'))
+    q.add_argument('--show-sent', action='store_true', help=_('Print the exact messages that would be sent, with '
+                                                              'their token count, and send nothing'))
 
 
 def main(argv, stdin=None, stdout=None, stderr=None):
@@ -79,7 +97,7 @@ def main(argv, stdin=None, stdout=None, stderr=None):
     try:
         args = p.parse_args(argv)
         if not args.command:
-            raise Exit(USAGE, _('Name a command: providers, models, configure or ask.'))
+            raise Exit(USAGE, _('Name a command: providers, models, configure, ask or ask-library.'))
         return COMMANDS[args.command](args, stdin, stdout)
     except Exit as e:
         print(e.sentence, file=stderr)
@@ -181,14 +199,26 @@ def read_key(text, stdin):
 
 
 def cmd_ask(args, stdin, stdout):
-    from calibre_plugins.bookai.conversation.actions import find_action, library_actions
+    return in_library(args, ask, stdout)
+
+
+def in_library(args, command, stdout):
+    """command(library, args, stdout) on the library at --library, closed after."""
     from calibre_plugins.bookai.conversation.books import BookLibrary
-    from calibre_plugins.bookai.conversation.conversation import Conversation
-    from calibre_plugins.bookai.core.messages import Answer, TextDelta
-    from calibre_plugins.bookai.providers.registry import chosen_provider
     library = BookLibrary.open(args.library)
     if library is None:
         raise Exit(USAGE, _('There is no calibre library at {path}.').format(path=args.library))
+    try:
+        return command(library, args, stdout)
+    finally:
+        # closed here, not when garbage collected at exit: with full-text indexing on, calibre 8
+        # can wait forever there for its indexing threads
+        library.db.close()
+
+
+def ask(library, args, stdout):
+    from calibre_plugins.bookai.conversation.actions import find_action, library_actions
+    from calibre_plugins.bookai.conversation.conversation import Conversation
     missing = [b for b in args.book if not library.has_book(b)]
     if missing:
         raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
@@ -208,27 +238,10 @@ def cmd_ask(args, stdin, stdout):
         passages, spoiler_safe = passages_block(excerpt), excerpt.until is not None
     if args.show_sent:
         return show_sent(conv.messages_for(question, passages, spoiler_safe), stdout)
-    if args.provider:
-        provider = provider_named(args.provider)
-    else:
-        provider = chosen_provider()
-        if provider is None:
-            raise Exit(NOT_CONFIGURED, _('No provider is chosen yet: "configure PROVIDER ... --use" chooses one.'))
-    if problem := provider.missing_setup():
-        raise Exit(NOT_CONFIGURED, problem)
-    answer = Answer()
-    for chunk in provider.text_chat(conv.ask(question, passages, spoiler_safe), use_model=args.model or ''):
-        answer.add(chunk)
-        if args.json:
-            for event in events_of(chunk):
-                print(json.dumps(event, ensure_ascii=False), file=stdout, flush=True)
-        elif isinstance(chunk, TextDelta):
-            stdout.write(chunk.text)
-            stdout.flush()
+    provider = provider_for(args)
+    answer = stream_answer(provider, conv.ask(question, passages, spoiler_safe), args, stdout)
     conv.finish(answer, provider.name)
     library.history.save(conv)
-    if not args.json and answer.text and not answer.text.endswith('\n'):
-        stdout.write('\n')
     if excerpt is not None and answer.failed is None:
         show_citations(answer.text, excerpt, args.json, stdout)
     if answer.failed is not None:
@@ -237,8 +250,11 @@ def cmd_ask(args, stdin, stdout):
 
 
 def book_excerpt(library, args, question):
-    """The passages of the book sent with question for --scope (EPUB and KEPUB books for now)."""
-    from calibre_plugins.bookai.grounding.extract import UnreadableBook, read_epub
+    """The passages of the book sent with question for --scope, from the format choose_format()
+    picks: EPUB and KEPUB read directly, other formats converted by calibre in this process,
+    once (the text is kept in the text cache)."""
+    from calibre_plugins.bookai.grounding.extract import UnreadableBook
+    from calibre_plugins.bookai.grounding.formats import choose_format
     from calibre_plugins.bookai.grounding.scopes import excerpt
     if len(args.book) != 1:
         raise Exit(USAGE, _('Book text can be sent about one book at a time.'))
@@ -248,28 +264,38 @@ def book_excerpt(library, args, question):
         raise Exit(USAGE, _('--position is a fraction of the book, from 0 to 1.'))
     book_id = args.book[0]
     db = library.db
-    fmt = next((f for f in ('EPUB', 'KEPUB') if db.has_format(book_id, f)), None)
+    fmt = choose_format(db.formats(book_id))
     if fmt is None:
-        raise Exit(USAGE, _('Book {id} has no EPUB or KEPUB file. Reading other formats comes with conversion, '
-                            'which is not there yet.').format(id=book_id))
-    position = args.position
-    if position is None and args.scope != 'book':
-        position = last_read_position(db, book_id, fmt)
+        raise Exit(USAGE, _('Book {id} has no file with text that can be read: it has no formats, or only '
+                            'pictures.').format(id=book_id))
     try:
-        book = read_epub(db.format_abspath(book_id, fmt))
+        book, index = book_text(db, book_id, fmt)
     except UnreadableBook as e:
         raise Exit(USAGE, str(e)) from None
-    return excerpt(book, args.scope, question, position, args.text or '')
+    if not book.length:
+        raise Exit(USAGE, _('The {fmt} file of book {id} has no text (a scanned book has only pictures of its '
+                            'pages).').format(fmt=fmt, id=book_id))
+    position = args.position
+    if position is None and args.scope != 'book':
+        from calibre_plugins.bookai.grounding.reading_position import saved_position
+        position = saved_position(db.format_abspath(book_id, fmt), book)
+    return excerpt(book, args.scope, question, position, args.text or '', index=index)
 
 
-def last_read_position(db, book_id, fmt):
-    """Where the E-book viewer last was in the book (a fraction), or None."""
+def book_text(db, book_id, fmt):
+    """(Book, Index) of a library book's fmt file, from the text cache or read (and converted)
+    now; the cache forgets the library's books that are gone."""
+    from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
+    from calibre_plugins.bookai.grounding.extract import UnreadableBook
+    path = db.format_abspath(book_id, fmt)
+    if not path:
+        raise UnreadableBook(_('The {fmt} file of book {id} is missing from the library folder.').format(
+            fmt=fmt, id=book_id))
+    cache = TextCache(default_folder())
     try:
-        amap = db.annotations_map_for_book(book_id, fmt)
-    except Exception:
-        return None
-    positions = [a.get('pos_frac') for a in amap.get('last-read', ()) if a.get('pos_frac') is not None]
-    return max(positions) if positions else None
+        return cache.text_of(db.library_id, book_id, fmt, path)
+    finally:
+        cache.prune(db.library_id, db.all_book_ids())
 
 
 def show_sent(messages, stdout):
@@ -310,4 +336,89 @@ def events_of(chunk):
     return []
 
 
-COMMANDS = {'providers': cmd_providers, 'models': cmd_models, 'configure': cmd_configure, 'ask': cmd_ask}
+NOTHING_FOUND = 5
+
+
+def cmd_ask_library(args, stdin, stdout):
+    """ask-library: the question answered from passages found in the library's full-text index."""
+    return in_library(args, ask_library, stdout)
+
+
+def ask_library(library, args, stdout):
+    from calibre_plugins.bookai.conversation.conversation import Conversation
+    from calibre_plugins.bookai.grounding.library_search import (
+        LibrarySearchError, fts_message, library_block, library_excerpt)
+    missing = [b for b in args.book or () if not library.has_book(b)]
+    if missing:
+        raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
+    try:
+        excerpt = library_excerpt(library.db, args.question, args.book)
+    except LibrarySearchError as e:
+        raise Exit(NOT_CONFIGURED, str(e)) from None
+    if note := fts_message(library.db):  # still indexing: said, and the books indexed so far are searched
+        print(note, file=sys.stderr)
+    if not excerpt.passages:
+        raise Exit(NOTHING_FOUND, _('Nothing in the full-text index of the library matches the question.'))
+    conv = Conversation.about(library, args.book or excerpt.book_ids)
+    passages = library_block(excerpt)
+    if args.show_sent:
+        return show_sent(conv.messages_for(args.question, passages), stdout)
+    provider = provider_for(args)
+    answer = stream_answer(provider, conv.ask(args.question, passages), args, stdout)
+    conv.finish(answer, provider.name)
+    library.history.save(conv)
+    if answer.failed is not None:
+        raise Exit(PROVIDER_ERROR, answer.failed.message)
+    show_library_citations(answer.text, excerpt, args.json, stdout)
+    return OK
+
+
+def provider_for(args):
+    """The provider named by --provider, else the one chosen in the settings; ready to use."""
+    from calibre_plugins.bookai.providers.registry import chosen_provider
+    provider = provider_named(args.provider) if args.provider else chosen_provider()
+    if provider is None:
+        raise Exit(NOT_CONFIGURED, _('No provider is chosen yet: "configure PROVIDER ... --use" chooses one.'))
+    if problem := provider.missing_setup():
+        raise Exit(NOT_CONFIGURED, problem)
+    return provider
+
+
+def stream_answer(provider, messages, args, stdout):
+    """Send messages; the answer streams to stdout (as text, or as --json events). Returns the Answer."""
+    from calibre_plugins.bookai.core.messages import Answer, TextDelta
+    answer = Answer()
+    for chunk in provider.text_chat(messages, use_model=args.model or ''):
+        answer.add(chunk)
+        if args.json:
+            for event in events_of(chunk):
+                print(json.dumps(event, ensure_ascii=False), file=stdout, flush=True)
+        elif isinstance(chunk, TextDelta):
+            stdout.write(chunk.text)
+            stdout.flush()
+    if not args.json and answer.text and not answer.text.endswith('\n'):
+        stdout.write('\n')
+    return answer
+
+
+def show_library_citations(answer, excerpt, as_json, stdout):
+    """The answer's [n] citations: "[n] Title — the passage's beginning…", or citation events."""
+    from calibre_plugins.bookai.grounding.library_search import library_citations
+    for c in library_citations(answer, excerpt):
+        if as_json:
+            print(json.dumps({'type': 'citation', 'number': c.number, 'sent': c.sent,
+                              'book_id': c.book_id if c.sent else None, 'title': c.title, 'format': c.format,
+                              'text': c.text}, ensure_ascii=False), file=stdout)
+        elif c.sent:
+            print(f'[{c.number}] {c.title} — {snippet(c.text)}', file=stdout)
+        else:
+            print(f'[{c.number}] ' + _('(not a passage that was sent)'), file=stdout)
+
+
+def snippet(text, size=100):
+    text = ' '.join(text.split())
+    return text if len(text) <= size else text[:size].rsplit(' ', 1)[0] + '…'
+
+
+COMMANDS = {'providers': cmd_providers, 'models': cmd_models, 'configure': cmd_configure, 'ask': cmd_ask,
+            'ask-library': cmd_ask_library}

@@ -112,6 +112,12 @@ class Sandbox:
         assert r.returncode == 0, r
         return lib
 
+    def convert(self, src, dest, timeout=300):
+        """Convert src to dest (the format by its extension) with calibre's ebook-convert."""
+        r = self.run(['ebook-convert', src, dest], timeout=timeout)
+        assert r.returncode == 0 and Path(dest).exists(), r
+        return Path(dest)
+
     def gprefs(self, **values):
         """Set calibre GUI preferences, as a user who changed them in calibre would have."""
         code = ('import json, sys; from calibre.gui2 import gprefs\n'
@@ -135,3 +141,25 @@ def tracebacks(text):
     """The Python tracebacks in a program's output."""
     return [chunk for chunk in text.split('Traceback (most recent call last):')[1:]]
 
+
+
+class ViewAction:
+    """Stands for calibre's View action: records what would be opened in the E-book viewer."""
+
+    def __init__(self):
+        self.opened = []
+
+    def view_format_by_id(self, book_id, fmt, open_at=None):
+        self.opened.append((book_id, fmt, open_at))
+
+
+def stand_in_gui(job_manager=False):
+    """What Book AI's windows need of calibre's main window: the View action and, with job_manager,
+    calibre's real job manager (real conversion jobs in worker processes)."""
+    from qt.core import QWidget
+    gui = QWidget()
+    gui.iactions = {'View': ViewAction()}
+    if job_manager:
+        from calibre.gui2.jobs import JobManager
+        gui.job_manager = JobManager()
+    return gui

@@ -127,13 +127,20 @@ def describe_book(book, position, count):
     return text
 
 
-def context_prompt(books, language=''):
-    """The system message that opens a conversation about books."""
+def context_prompt(books, language='', grounded=False):
+    """The system message that opens a conversation about books. grounded: passages of the book
+    come with the questions, so the model does not need to know the book already."""
+    if not books:  # a question about the library: the books come with the passages found
+        text = ('I wish to ask about the books in my library. When you answer the questions use markdown '
+                'formatting for the answers wherever possible.')
+        return text + (' ' + language_instruction(language) if language else '')
     text = 'I wish to discuss the following book. ' if len(books) < 2 else 'I wish to discuss the following books. '
     for i, book in enumerate(books):
         text += describe_book(book, i, len(books)) + '\n---------------\n\n'
     text += 'When you answer the questions use markdown formatting for the answers wherever possible.'
-    if len(books) > 1:
+    if grounded:
+        pass
+    elif len(books) > 1:
         text += (' If any of the specified books are unknown to you, instead of answering the following questions, '
                  'just say the books are unknown.')
     else:

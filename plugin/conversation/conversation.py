@@ -34,6 +34,7 @@ class Turn:
     reasoning_details: tuple = ()
     passages: str = ''          # the book's text sent with the question (grounding.scopes.passages_block)
     spoiler_safe: bool = False  # sent with "nothing after the reader's position"
+    places: tuple = ()          # where each passage sent is in the book: grounding.scopes.Place, for citations
 
     @property
     def answered(self):
@@ -67,7 +68,7 @@ class Conversation:
     @property
     def title(self):
         if not self.books:
-            return ''
+            return _('Your library') if self.library_id else ''
         if len(self.books) == 1:
             return self.books[0].title
         return f'{self.books[0].title} (+{len(self.books) - 1})'
@@ -83,7 +84,7 @@ class Conversation:
             from calibre_plugins.bookai.conversation.books import reading_prompt
             text = reading_prompt(self.books[0] if self.books else None, True, self.language)
         else:
-            text = context_prompt(self.books, self.language)
+            text = context_prompt(self.books, self.language, grounded)
         if grounded:
             from calibre_plugins.bookai.grounding.scopes import grounding_instructions
             text += ' ' + grounding_instructions(spoiler_safe)
@@ -102,12 +103,12 @@ class Conversation:
         messages.append(Message(Role.USER, with_passages(question, passages)))
         return messages
 
-    def ask(self, question, passages='', spoiler_safe=False):
+    def ask(self, question, passages='', spoiler_safe=False, places=()):
         """Start a turn; the messages to send for it. A last turn that failed is replaced."""
         if self.turns and not self.turns[-1].answered:
             self.turns.pop()
         messages = self.messages_for(question, passages, spoiler_safe)
-        self.turns.append(Turn(question, passages=passages, spoiler_safe=spoiler_safe))
+        self.turns.append(Turn(question, passages=passages, spoiler_safe=spoiler_safe, places=tuple(places)))
         return messages
 
     def finish(self, answer, provider=''):
@@ -178,8 +179,13 @@ def estimated_tokens(messages):
     return max(1, sum(len(m.text) for m in messages) // CHARS_PER_TOKEN)
 
 
+CITE_REMINDER = '(Cite the passages you use as [n].)'
+
+
 def with_passages(question, passages):
-    return f'{passages}\n\n{question}' if passages else question
+    """The question as sent: after the passages of the book, and reminded to cite them (small
+    models forget what the system message said by the end of the passages)."""
+    return f'{passages}\n\n{question}\n\n{CITE_REMINDER}' if passages else question
 
 
 def book_from_dict(d):
@@ -191,7 +197,7 @@ def book_from_dict(d):
 def turn_as_dict(t):
     return {'question': t.question, 'answer': t.answer, 'reasoning': t.reasoning, 'model': t.model,
             'error': t.error, 'finish_reason': t.finish_reason, 'asked': t.asked, 'passages': t.passages,
-            'spoiler_safe': t.spoiler_safe,
+            'spoiler_safe': t.spoiler_safe, 'places': [[p.chapter, p.position, p.cfi, p.book_id, p.fmt] for p in t.places],
             'usage': None if t.usage is None else asdict(t.usage)}
 
 
@@ -206,7 +212,13 @@ def turn_from_dict(d):
                           c.get('price_date', '')))
     return Turn(str(d['question']), d.get('answer', ''), d.get('reasoning', ''), d.get('model', ''), usage,
                 d.get('error', ''), d.get('finish_reason', ''), float(d.get('asked') or 0),
-                passages=str(d.get('passages') or ''), spoiler_safe=bool(d.get('spoiler_safe')))
+                passages=str(d.get('passages') or ''), spoiler_safe=bool(d.get('spoiler_safe')),
+                places=tuple(place_from_list(p) for p in d.get('places') or ()))
+
+
+def place_from_list(p):
+    from calibre_plugins.bookai.grounding.scopes import Place
+    return Place(str(p[0]), float(p[1]), str(p[2] or ''), *(int(p[3]), str(p[4])) if len(p) > 4 else ())
 
 
 def usage_text(usage, local=False):

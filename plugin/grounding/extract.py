@@ -8,6 +8,7 @@ calibre's conversion first (later: as a calibre job).
 """
 
 import posixpath
+import re
 import zipfile
 from dataclasses import dataclass
 from urllib.parse import unquote, urldefrag
@@ -31,6 +32,7 @@ class Paragraph:
     chapter: int        # index into Book.chapters
     start: int          # character offset in the book's text
     text: str
+    path: tuple = ()    # where its element is, as the E-book viewer's CFI steps: (spine, 2, 4, ...)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,25 @@ class Book:
     def fraction(self, offset):
         return offset / self.length if self.length else 0.0
 
+    def offset_of_cfi(self, cfi):
+        """The character offset of a place the E-book viewer gave as a CFI (its reading
+        position, say "epubcfi(/8/2/4/12/2/1:52)"), or None when it is not one."""
+        steps, char = parse_cfi(cfi)
+        if not steps:
+            return None
+        before = [p for p in self.paragraphs if p.path and p.path <= steps]
+        if not before:
+            later = next((p for p in self.paragraphs if p.path and p.path[0] >= steps[0]), None)
+            return later.start if later else None
+        p = before[-1]
+        inside = steps[:len(p.path)] == p.path
+        return p.start + (min(char, len(p.text)) if inside else len(p.text))
+
+    def cfi_at(self, offset):
+        """A CFI for the paragraph holding offset, for the E-book viewer to go to."""
+        p = next((p for p in reversed(self.paragraphs) if p.start <= offset), None)
+        return 'epubcfi(/' + '/'.join(map(str, p.path)) + ')' if p is not None and p.path else None
+
     def chapter_at(self, offset):
         """The chapter holding offset (the last one starting at or before it)."""
         found = 0
@@ -59,6 +80,29 @@ class Book:
             if ch.start <= offset:
                 found = i
         return self.chapters[found] if self.chapters else None
+
+
+CFI = re.compile(r'^epubcfi\((/[^)]*)\)$')
+
+
+def parse_cfi(cfi):
+    """The element steps of a CFI as a tuple of ints, and the character offset at its end
+    (0 when none). Id assertions ([id]) and spatial offsets (@x:y) are dropped; text-node
+    steps (odd numbers) end the element path."""
+    m = CFI.match((cfi or '').strip())
+    if not m:
+        return (), 0
+    steps, char = [], 0
+    for part in m.group(1).replace('!', '').split('/')[1:]:
+        part = re.sub(r'\[[^\]]*\]', '', part).split('@')[0]
+        num, _sep, offset = part.partition(':')
+        if not num.isdigit():
+            return (), 0
+        if int(num) % 2:
+            char = int(offset) if offset.isdigit() else 0
+            break
+        steps.append(int(num))
+    return tuple(steps), char
 
 
 DEFLATE64 = 9  # the zip compression method some Windows tools use, which Python's zipfile cannot read
@@ -114,24 +158,26 @@ class EpubReader:
         for item in opf.xpath('//*[local-name()="manifest"]/*[local-name()="item"]'):
             manifest[item.get('id')] = (posixpath.normpath(posixpath.join(base, unquote(item.get('href', '')))),
                                         item.get('media-type', ''), item.get('properties', '') or '')
-        spine = [manifest[i][0] for i in opf.xpath('//*[local-name()="spine"]/*[local-name()="itemref"]/@idref')
-                 if i in manifest and 'html' in manifest[i][1]]
+        # numbered as the viewer numbers them in its CFIs: every spine item, from 1
+        spine = [(n, manifest[i][0]) for n, i in enumerate(
+            (i for i in opf.xpath('//*[local-name()="spine"]/*[local-name()="itemref"]/@idref') if i in manifest), 1)
+            if 'html' in manifest[i][1]]
         titles = self.toc_titles(opf, manifest)
         chapters, paragraphs = [], []
         offset = 0
-        for name in spine:
+        for number, name in spine:
             try:
                 root = self.xml(name)
             except KeyError:
                 continue
-            texts = list(block_texts(root))
-            if not texts:
+            blocks = list(block_texts(root, (2 * number, 2)))
+            if not blocks:
                 continue
             title = titles.get(name)
             if title or not chapters:
-                chapters.append(Chapter(title or texts[0][:80], offset))
-            for text in texts:
-                paragraphs.append(Paragraph(len(chapters) - 1, offset, text))
+                chapters.append(Chapter(title or blocks[0][0][:80], offset))
+            for text, path in blocks:
+                paragraphs.append(Paragraph(len(chapters) - 1, offset, text, path))
                 offset += len(text) + 1
         return Book(chapters, paragraphs)
 
@@ -159,30 +205,39 @@ class EpubReader:
         return titles
 
 
-def block_texts(root):
-    """The text of each paragraph-like block of an XHTML document, in order."""
-    body = root.xpath('//*[local-name()="body"]')
-    if not body:
-        return
-    yield from walk(body[0])
+def block_texts(root, path=()):
+    """(text, CFI steps of its element) for each paragraph-like block of an XHTML document,
+    in order; path: the steps of the document's root element."""
+    for step, el in element_children(root):
+        if local(el.tag) == 'body':
+            yield from walk(el, path + (step,))
+            return
+
+
+def element_children(el):
+    """(CFI step, child) for each child element: 2, 4, 6, ... (comments and the like do not count)."""
+    return ((2 * (i + 1), c) for i, c in enumerate(c for c in el if isinstance(c.tag, str)))
 
 
 def local(tag):
     return tag.rpartition('}')[2].lower() if isinstance(tag, str) else ''
 
 
-def walk(el):
+def walk(el, path):
     tag = local(el.tag)
     if tag in ('script', 'style', 'head'):
         return
     if tag in BLOCKS or (tag in CONTAINERS and not any(local(c.tag) in BLOCKS | CONTAINERS for c in el)):
         text = ' '.join(''.join(el.itertext()).split())
         if text:
-            yield text
+            yield text, path
         return
     if el.text and el.text.strip() and tag in CONTAINERS:
-        yield ' '.join(el.text.split())
+        yield ' '.join(el.text.split()), path
+    n = 0
     for child in el:
-        yield from walk(child)
+        if isinstance(child.tag, str):
+            n += 1
+            yield from walk(child, path + (2 * n,))
         if child.tail and child.tail.strip() and tag in CONTAINERS:
-            yield ' '.join(child.tail.split())
+            yield ' '.join(child.tail.split()), path

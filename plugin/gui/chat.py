@@ -31,10 +31,23 @@ def link(target, text, title=''):
     return f'<a href="bookai:{target}"{t} style="text-decoration:none">{escape(text)}</a>'
 
 
-def question_html(text):
+def question_html(text, note=''):
     body = escape(text).replace('\n', '<br>')
+    note = f'<p style="margin-top:0; color:{MUTED_COLOR}"><i>{escape(note)}</i></p>' if note else ''
     return (f'<p style="margin-top:14px; margin-bottom:4px"><b>{escape(_("You"))}</b></p>'
-            f'<p style="margin-top:0">{body}</p>')
+            f'<p style="margin-top:0">{body}</p>{note}')
+
+
+def sent_note(turn):
+    """What of the book went with a question, in words ('' for nothing)."""
+    if not turn.places:
+        return ''
+    count = len(turn.places)
+    if turn.places[0].book_id:  # found across the library
+        return _('Sent with passages of your books: {count}.').format(count=count)
+    if turn.spoiler_safe:
+        return _('Sent with passages of the book: {count}, none after where you are.').format(count=count)
+    return _('Sent with passages of the book: {count}.').format(count=count)
 
 
 def header_html(text):
@@ -48,6 +61,7 @@ def muted_html(text):
 class ChatView(QTextBrowser):
 
     link_activated = pyqtSignal(str, int)  # what ('copy', 'reasoning', 'save', 'retry', 'settings'), turn index
+    citation_activated = pyqtSignal(int, int)  # turn index, passage number
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -72,6 +86,11 @@ class ChatView(QTextBrowser):
     def on_link(self, url):
         if url.scheme() == 'bookai':
             what, _sep, index = url.path().partition('/')
+            if what == 'cite':
+                turn, _sep, number = index.partition('/')
+                if turn.isdigit() and number.isdigit():
+                    self.citation_activated.emit(int(turn), int(number))
+                return
             self.link_activated.emit(what, int(index) if index.isdigit() else -1)
         elif url.scheme() in ('http', 'https', 'mailto'):
             from calibre.gui2 import open_url
@@ -84,7 +103,7 @@ class ChatView(QTextBrowser):
         self.stop_stream()
         parts = [intro_html] if intro_html else []
         for i, turn in enumerate(turns):
-            parts.append(question_html(turn.question))
+            parts.append(question_html(turn.question, sent_note(turn)))
             parts.append(self.turn_answer_html(i, turn, assistant))
         self.setHtml(''.join(parts))
         self.scroll_to_bottom()
@@ -94,7 +113,7 @@ class ChatView(QTextBrowser):
         if turn.reasoning and index in self.reasoning_shown:
             parts.append(f'<blockquote style="color:{MUTED_COLOR}">{markdown_to_html(turn.reasoning)}</blockquote>')
         if turn.answer:
-            parts.append(markdown_to_html(turn.answer))
+            parts.append(markdown_to_html(turn.answer, citing(index, turn)))
         parts.append(self.turn_footer_html(index, turn))
         return ''.join(parts)
 
@@ -132,14 +151,15 @@ class ChatView(QTextBrowser):
 
     # one answer as it streams {{{
 
-    def begin_answer(self, question, header):
-        """Show the question and where the answer will come; the answer streams in after."""
+    def begin_answer(self, question, header, cite=None, note=''):
+        """Show the question and where the answer will come; the answer streams in after.
+        cite: what its [n] citations become (citing()); note: what went with it (sent_note())."""
         self.stop_stream()
         at_bottom = self.at_bottom()
-        self.append_html(question_html(question))
+        self.append_html(question_html(question, note))
         c = self.end_cursor()
         c.insertBlock()
-        self.stream = Stream(c.position())  # the answer's region: header, finished blocks, tail
+        self.stream = Stream(c.position(), cite)  # the answer's region: header, finished blocks, tail
         c.insertHtml(header_html(header))
         c.insertBlock()
         self.stream.tail_start = self.stream.body_start = c.position()
@@ -178,13 +198,13 @@ class ChatView(QTextBrowser):
             s.arrived = []
             end = stable_end(text)
             if end:
-                self.render_tail(markdown_to_html(text[:end]))  # finished blocks, rendered once
+                self.render_tail(markdown_to_html(text[:end], s.cite))  # finished blocks, rendered once
                 c = self.end_cursor()
                 c.insertBlock()
                 s.tail_start = c.position()
                 text = text[end:]
             s.tail = text
-            self.render_tail(markdown_to_html(text))
+            self.render_tail(markdown_to_html(text, s.cite))
         if at_bottom:
             self.scroll_to_bottom()
 
@@ -250,9 +270,27 @@ class ChatView(QTextBrowser):
         sb.setValue(sb.maximum())
 
 
+def citing(index, turn):
+    """What the [n] citations of turn index become: a link to passage n when it was sent with
+    the question, flagged when it was not; None for a turn sent without passages."""
+    if not turn.places:
+        return None
+    count = len(turn.places)
+
+    def cite(n):
+        if 0 < n <= count:
+            place = turn.places[n - 1]
+            return link(f'cite/{index}/{n}', str(n), _('Passage {n}: {chapter}, at {position:.0%}').format(
+                n=n, chapter=place.chapter, position=place.position))
+        return (f'<span style="color:{ERROR_COLOR}" title="{escape(_("Not a passage that was sent"))}">'
+                f'{n}?</span>')
+    return cite
+
+
 class Stream:
 
-    def __init__(self, start):
+    def __init__(self, start, cite=None):
+        self.cite = cite
         self.start = start          # where the answer's region begins in the document
         self.body_start = start     # where the answer's text begins, after its header
         self.tail_start = start     # where the unfinished tail begins

@@ -9,6 +9,11 @@ into the chat. Stop cancels it; an error is shown in words inside the
 conversation, nothing said before is lost, and Retry asks again. Every finished
 turn is handed to keep() (the History). closing() stops an answer that is still
 coming and keeps what came.
+
+With a Grounding (gui.grounding), the panel has a "Book text" row: passages of the
+book go with each question as the reader chose, read first when needed (which can
+take a moment, and can be stopped), shown for consent before they go to an online
+provider; the answer's [n] citations are links to those passages.
 """
 
 from html import escape
@@ -20,9 +25,19 @@ from qt.core import (
 
 from calibre_plugins.bookai.conversation.conversation import usage_text
 from calibre_plugins.bookai.core.messages import Answer, Done, Failed, ReasoningDelta, TextDelta
-from calibre_plugins.bookai.gui.chat import ChatView, link
+from calibre_plugins.bookai.gui.chat import ChatView, citing, link, sent_note
+from calibre_plugins.bookai.gui.grounding import scope_label as scope_name
 
 load_translations()
+
+
+def by_meaning(provider, scope):
+    """Whether passages are ranked by meaning too: as the settings say, for the scopes that rank,
+    with a provider on this computer that embeds (an online one would get the whole book)."""
+    from calibre_plugins.bookai.providers.base import Capability
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    return (scope in ('position', 'book') and plugin_prefs()['retrieval'] == 'embeddings' and provider.is_local
+            and bool(provider.capabilities & Capability.EMBEDDINGS))
 
 
 class QuestionBox(QPlainTextEdit):
@@ -43,18 +58,19 @@ class ConversationPanel(QWidget):
     """conversation: a conversation.Conversation. The owner supplies:
     keep(conversation), to keep it after each turn; save(turn_index or None), for the Save
     links and button (None: no saving); settings(), to open the settings; intro(), the
-    HTML shown above an empty conversation; and prepare(question), what a typed question
-    becomes before it is sent."""
+    HTML shown above an empty conversation; prepare(question), what a typed question
+    becomes before it is sent; and grounding (gui.grounding.Grounding), for a window about
+    one book whose text can be sent."""
 
     state_changed = pyqtSignal(bool)  # streaming
 
     def __init__(self, conversation, keep=None, save=None, save_text='', settings=None, intro=None,
-                 placeholder='', prepare=None, parent=None):
+                 placeholder='', prepare=None, grounding=None, parent=None):
         super().__init__(parent)
         self.conv = conversation
         self.keep_conversation, self.save, self.open_settings, self.intro = keep, save, settings, intro
-        self.prepare = prepare
-        self.cancel = self.answer = self.asking = None
+        self.prepare, self.grounding = prepare, grounding
+        self.cancel = self.answer = self.asking = self.loading = self.loading_cancel = None
         self.closed = False
         self.setup_ui(save_text, placeholder)
 
@@ -63,8 +79,15 @@ class ConversationPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         self.chat = ChatView(self)
         self.chat.link_activated.connect(self.on_link)
+        self.chat.citation_activated.connect(self.show_citation)
         self.chat.save_text = save_text if self.save is not None else ''
         layout.addWidget(self.chat, 1)
+        self.scope_row = None
+        if self.grounding is not None:
+            from calibre_plugins.bookai.gui.grounding import ScopeRow
+            self.scope_row = ScopeRow(self.grounding, self)
+            self.scope_row.changed.connect(self.update_state)
+            layout.addWidget(self.scope_row)
 
         row = QHBoxLayout()
         self.question = QuestionBox(self)
@@ -117,7 +140,12 @@ class ConversationPanel(QWidget):
 
     @property
     def streaming(self):
-        return self.cancel is not None
+        """An answer is coming, or the book's text is being read for a question."""
+        return self.cancel is not None or self.loading is not None
+
+    @property
+    def scope(self):
+        return self.scope_row.scope if self.scope_row is not None else 'metadata'
 
     def assistant(self, provider=None):
         return self.conv.model or (provider.display_name if provider else _('Assistant'))
@@ -165,6 +193,9 @@ class ConversationPanel(QWidget):
             if usage:
                 parts.append(usage)
         self.status.setText(' · '.join(parts))
+        if self.scope_row is not None:
+            self.scope_row.show_destination(provider)
+            self.scope_row.setEnabled(not streaming)
         self.state_changed.emit(streaming)
 
     def show_notice(self, text):
@@ -184,33 +215,138 @@ class ConversationPanel(QWidget):
     def send_question(self):
         if self.streaming:
             return
-        question = self.question.toPlainText().strip()
-        if question and self.ask(self.prepare(question) if self.prepare else question):
+        typed = self.question.toPlainText().strip()
+        if typed:
             self.question.clear()
+            self.ask(self.prepare(typed) if self.prepare else typed, typed)
 
-    def ask(self, question):
-        """Send question; False if it was not sent (a question typed then stays in the box)."""
+    def ready_provider(self, typed=''):
+        """The provider to ask, or None (said why; a typed question goes back in the box) when an
+        answer is coming already or no provider is set up."""
         if self.streaming:
-            return False
+            return None
         provider = self.provider
         problem = self.provider_problem(provider)
         if problem:
             self.show_notice(problem + ' ' + _('Nothing was sent. Set up a provider in the settings.'))
+            self.give_back(typed)
+            return None
+        return provider
+
+    def give_back(self, typed):
+        """A typed question that was not sent goes back into the (empty) box."""
+        if typed and not self.question.toPlainText().strip():
+            self.question.setPlainText(typed)
+
+    def ask(self, question, typed=''):
+        """Send question (with the book's text as the Book text row says); False if it was not
+        sent. typed: the text typed for it, put back in the box when it is not sent."""
+        provider = self.ready_provider(typed)
+        if provider is None:
             return False
+        if self.scope == 'metadata':
+            return self.send(provider, question, typed)
+        scope, source = self.scope, self.grounding.source
+        self.loading = token = object()
+        if source.loaded is None:
+            self.show_notice(_('Reading the text of the book…'))
+        self.update_state()
+
+        def loaded(text, error):
+            if self.loading is not token or self.closed:
+                return  # stopped, or the window closed, while the book was read
+            self.loading = None
+            self.update_state()
+            if text is None:
+                self.show_notice(error + ' ' + _('Nothing was sent.'))
+                return self.give_back(typed)
+            if by_meaning(provider, scope):
+                return self.rank_by_meaning(provider, text, question, token, lambda *meaning: chosen(text, *meaning))
+            chosen(text)
+
+        def chosen(text, embedding_index=None, question_vector=None):
+            ex = self.excerpt(text, scope, question, embedding_index, question_vector)
+            if ex is None:
+                return self.give_back(typed)
+            from calibre_plugins.bookai.grounding.scopes import passages_block
+            if not ex.passages:
+                self.show_notice(_('No passage of the book fits this question there; only the book\'s details go '
+                                   'with it.'))
+                return self.send(provider, question, typed)
+            self.send(provider, question, typed, passages_block(ex), ex.until is not None, ex.places)
+        source.load(loaded)
+        return True
+
+    def rank_by_meaning(self, provider, text, question, token, then):
+        """The book's passages and the question embedded by provider (in a thread; the passages
+        once a book), then then(embedding_index, question_vector); by words alone if that fails."""
+        from calibre_plugins.bookai.core.transport import CancelToken
+        from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
+        from calibre_plugins.bookai.gui.worker import run_in_thread
+        self.loading = token
+        self.update_state()
+        cancel = CancelToken()
+        self.loading_cancel = cancel
+        kept = getattr(text, 'meaning', None)
+
+        def work():
+            ei = kept if kept is not None and kept.matches(text.index.passages) else EmbeddingIndex.build(
+                provider, text.index.passages, cancel=cancel)
+            return ei, embed_question(provider, ei, question, cancel)
+
+        def done(result, exc):
+            if self.loading is not token or self.closed:
+                return
+            self.loading = self.loading_cancel = None
+            self.update_state()
+            if exc is not None:
+                self.show_notice(_('Passages could not be ranked by meaning ({error}); they are ranked by their '
+                                   'words.').format(error=exc))
+                return then()
+            text.meaning = result[0]
+            then(*result)
+        run_in_thread(work, done, self)
+
+    def excerpt(self, text, scope, question, embedding_index=None, question_vector=None):
+        """The passages for question, or None (said why) when they cannot be chosen."""
+        from calibre_plugins.bookai.grounding.scopes import excerpt
+        from calibre_plugins.bookai.settings.prefs import plugin_prefs
+        position = self.grounding.position(text) if scope != 'book' else None
+        if position is None and scope in ('chapter', 'position'):
+            self.show_notice(_('Book AI does not know where you are in this book, so it cannot keep to what you '
+                               'have read. Open the book in calibre\'s E-book viewer: your place is saved when you '
+                               'close it. Or choose "{scope}". Nothing was sent.').format(scope=scope_name('book')))
+            return None
+        selection = self.grounding.selection() if self.grounding.selection else ''
+        return excerpt(text.book, scope, question, position, selection, plugin_prefs()['book_text_budget'],
+                       text.index, embedding_index, question_vector)
+
+    def send(self, provider, question, typed='', passages='', spoiler_safe=False, places=()):
+        """Confirm (as the settings say, and before book text goes online), then stream the answer.
+        passages: the numbered passages sent with it (grounding), each at its place in places."""
+        from calibre_plugins.bookai.gui.grounding import needs_consent, remember_consent
         from calibre_plugins.bookai.gui.preview import PreviewDialog, needs_confirmation
-        if needs_confirmation(provider, self.conv):
+        consent = bool(passages) and needs_consent(self.books_key(), provider)
+        if consent or needs_confirmation(provider, self.conv):
             model = self.conv.model or provider.option('model')
-            d = PreviewDialog(provider, model, self.conv.messages_for(question), confirm=True, parent=self)
+            d = PreviewDialog(provider, model, self.conv.messages_for(question, passages, spoiler_safe),
+                              confirm=True, passages=len(places) if consent else 0, parent=self)
             if d.exec() != QDialog.DialogCode.Accepted:
+                self.give_back(typed)
                 return False
+            if consent and d.dont_ask is not None and d.dont_ask.isChecked():
+                remember_consent(self.books_key(), provider)
         from calibre_plugins.bookai.gui.worker import stream_in_thread
         replaced = self.conv.retry_question() != ''
-        messages = self.conv.ask(question)
+        messages = self.conv.ask(question, passages, spoiler_safe, places)
         if replaced:  # a failed turn is asked again: it goes away
             self.chat.show_conversation(self.conv.turns[:-1], self.assistant(provider), self.intro_html())
         self.asking = provider
         self.answer = Answer()
-        self.chat.begin_answer(question, _('{assistant} is answering…').format(assistant=self.assistant(provider)))
+        index = len(self.conv.turns) - 1
+        turn = self.conv.turns[index]
+        self.chat.begin_answer(question, _('{assistant} is answering…').format(assistant=self.assistant(provider)),
+                               citing(index, turn), sent_note(turn))
         self.cancel = stream_in_thread(provider, messages, self.on_chunk, use_model=self.conv.model)
         self.update_state()
         return True
@@ -234,8 +370,24 @@ class ConversationPanel(QWidget):
         self.update_state()
 
     def stop(self):
+        if self.loading is not None:  # the book's text was being read for a question: not sent
+            self.loading = None
+            self.cancel_loading()
+            self.show_notice(_('Stopped. Nothing was sent.'))
+            self.update_state()
         if self.cancel is not None:
             self.cancel.cancel()  # the stream ends with a cancelled Done, which finishes the turn
+
+    def books_key(self):
+        """Which book(s) the passages sent are from, for the reader's consent."""
+        return self.grounding.key if self.grounding is not None else f'{self.conv.library_id}:library'
+
+    def cancel_loading(self):
+        if self.grounding is not None:
+            self.grounding.source.cancel()
+        if self.loading_cancel is not None:
+            self.loading_cancel.cancel()
+            self.loading_cancel = None
 
     def retry(self):
         question = self.conv.retry_question()
@@ -252,6 +404,9 @@ class ConversationPanel(QWidget):
 
     def closing(self):
         """Stop an answer that is streaming; what came of it is kept as a stopped turn."""
+        if self.loading is not None:
+            self.loading = None
+            self.cancel_loading()
         if self.cancel is not None:
             self.cancel.cancel()
             self.answer.add(Done(model=self.conv.model, finish_reason='cancelled'))
@@ -279,6 +434,24 @@ class ConversationPanel(QWidget):
         elif what == 'save' and self.save is not None:
             self.save(index)
 
+    def show_citation(self, index, number):
+        """A citation was clicked: go to that place of the book, or show the passage."""
+        turns = self.conv.turns
+        if not 0 <= index < len(turns) or not 0 < number <= len(turns[index].places):
+            return
+        place = turns[index].places[number - 1]
+        g = self.grounding
+        if g is not None and g.go_to is not None and g.jumps:
+            return g.go_to(place)
+        from calibre_plugins.bookai.grounding.scopes import passage_texts
+        from calibre_plugins.bookai.gui.grounding import CitationDialog
+        text = passage_texts(turns[index].passages).get(number, '')
+        CitationDialog(number, place, text, self.go_to_for(place), self).exec()
+
+    def go_to_for(self, place):
+        """How to show a place cited in the E-book viewer, or None."""
+        return self.grounding.go_to if self.grounding is not None else None
+
     def copy_all(self):
         from calibre_plugins.bookai.conversation.notes import conversation_markdown
         QApplication.clipboard().setText(conversation_markdown(self.conv.turns, self.assistant(self.provider)))
@@ -296,7 +469,11 @@ class ConversationPanel(QWidget):
                 'Nothing is sent anywhere until you set one up.'))
         question = self.question.toPlainText().strip() or _('(your question)')
         model = self.conv.model or provider.option('model')
-        PreviewDialog(provider, model, self.conv.messages_for(question), parent=self).exec()
+        messages = self.conv.messages_for(question)
+        if self.scope != 'metadata':
+            self.show_notice(_('Passages of the book are chosen for each question when it is sent, and shown '
+                               'for you to confirm before they go to a provider that is not on this computer.'))
+        PreviewDialog(provider, model, messages, parent=self).exec()
 
     def show_settings(self):
         if self.open_settings is not None:

@@ -9,7 +9,7 @@ first question of a conversation (or every question) as the settings say.
 from html import escape
 from urllib.parse import urlsplit
 
-from qt.core import QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout
+from qt.core import QCheckBox, QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout
 
 from calibre_plugins.bookai.conversation.conversation import estimated_tokens
 
@@ -28,7 +28,7 @@ def destination(provider):
     return _('{provider}, at {host}').format(provider=provider.display_name, host=host)
 
 
-def summary_html(provider, model, messages):
+def summary_html(provider, model, messages, passages=0):
     from calibre_plugins.bookai.providers.pricing import prices_for
     tokens = estimated_tokens(messages)
     lines = [_('These messages go to {where}, model {model}.').format(
@@ -41,7 +41,12 @@ def summary_html(provider, model, messages):
     elif not provider.is_local:
         cost += ' ' + _('The cost of this model is not known to Book AI.')
     lines.append(escape(cost))
-    lines.append(escape(_('Nothing else is sent: no file of the book, nothing about your library.')))
+    if passages:
+        lines.append('<b>' + escape(_('They include {count} passages of the book\'s own text, shown below between '
+                                      '<book_passages> and </book_passages>.').format(count=passages)) + '</b>')
+        lines.append(escape(_('Nothing else is sent: no file of the book, nothing else about your library.')))
+    else:
+        lines.append(escape(_('Nothing else is sent: no file of the book, nothing about your library.')))
     return '<p>' + '<br>'.join(lines) + '</p>'
 
 
@@ -55,25 +60,31 @@ def messages_html(messages):
 
 
 class PreviewDialog(QDialog):
-    """confirm=True: Send and Cancel, and the choice of when to be asked again."""
+    """confirm=True: Send and Cancel, and the choice of when to be asked again. passages: how
+    many passages of the book are in the messages, for the reader's consent to send them."""
 
-    def __init__(self, provider, model, messages, confirm=False, parent=None):
+    def __init__(self, provider, model, messages, confirm=False, passages=0, parent=None):
         super().__init__(parent)
         self.provider, self.model, self.messages, self.confirm = provider, model, messages, confirm
+        self.passages = passages
         self.setWindowTitle(_('What will be sent'))
         self.setup_ui()
         self.resize(700, 560)
 
     def setup_ui(self):
         layout = QVBoxLayout(self)
-        self.summary = QLabel(summary_html(self.provider, self.model, self.messages), self)
+        self.summary = QLabel(summary_html(self.provider, self.model, self.messages, self.passages), self)
         self.summary.setWordWrap(True)
         layout.addWidget(self.summary)
         self.view = QTextBrowser(self)
         self.view.setOpenLinks(False)
         self.view.setHtml(messages_html(self.messages))
         layout.addWidget(self.view, 1)
-        self.policy = None
+        self.policy = self.dont_ask = None
+        if self.confirm and self.passages:
+            self.dont_ask = QCheckBox(_('Don\'t ask again before sending this book\'s text to {provider}').format(
+                provider=self.provider.display_name), self)
+            layout.addWidget(self.dont_ask)
         if self.confirm and not self.provider.is_local:
             from calibre_plugins.bookai.settings.prefs import plugin_prefs
             row = QHBoxLayout()

@@ -64,12 +64,31 @@ def is_safe(url):
 TABLE = '<table border="1" cellspacing="0" cellpadding="4" style="border-collapse: collapse">'
 
 
-def markdown_to_html(text):
+def markdown_to_html(text, cite=None):
+    """cite(number) -> HTML: what each [n] citation of a passage becomes (None: left as text)."""
     md = renderer()
     try:
-        return md.reset().convert(text).replace('<table>', TABLE)
+        html = md.reset().convert(text).replace('<table>', TABLE)
     except Exception:  # python-markdown failing on odd input: show the words
-        return '<p>' + escape(text).replace('\n', '<br>') + '</p>'
+        html = '<p>' + escape(text).replace('\n', '<br>') + '</p>'
+    return html if cite is None else with_citations(html, cite)
+
+
+TAG = re.compile(r'(<[^>]*>)')
+
+
+def with_citations(html, cite):
+    """The citations in html's text (not in code): their numbers through cite()."""
+    from calibre_plugins.bookai.grounding.citations import linked
+    parts, in_code = TAG.split(html), 0
+    for i, part in enumerate(parts):
+        if i % 2:  # a tag
+            name = part[1:].lstrip('/').split(None, 1)[0].rstrip('>').lower() if len(part) > 2 else ''
+            if name in ('code', 'pre'):
+                in_code += -1 if part.startswith('</') else 1
+        elif not in_code and '[' in part:
+            parts[i] = linked(part, cite)
+    return ''.join(parts)
 
 
 def stable_end(text):

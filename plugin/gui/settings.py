@@ -11,10 +11,10 @@ Cancel; show_settings() opens it.
 import re
 
 from qt.core import (
-    QAbstractItemView, QColor, QComboBox, QDialog, QDialogButtonBox, QFont, QFormLayout, QFrame, QHBoxLayout,
-    QIcon, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPainter, QPainterPath, QPalette, QPen, QPixmap,
-    QPlainTextEdit, QPointF, QPushButton, QRectF, QScrollArea, QSize, QStackedWidget, Qt, QTabWidget,
-    QVBoxLayout, QWidget,
+    QAbstractItemView, QCheckBox, QColor, QComboBox, QDialog, QDialogButtonBox, QFont, QFormLayout, QFrame,
+    QHBoxLayout, QIcon, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPainter, QPainterPath, QPalette, QPen,
+    QPixmap, QPlainTextEdit, QPointF, QPushButton, QRectF, QScrollArea, QSize, QSpinBox, QStackedWidget, Qt,
+    QTabWidget, QVBoxLayout, QWidget,
 )
 
 load_translations()
@@ -523,7 +523,8 @@ class SettingsWidget(QWidget):
         layout = QVBoxLayout(tab)
         layout.addWidget(wrapped_label(_(
             'The title and authors of the books you ask about are always sent to the AI. Tick the other '
-            'fields it may be told about; nothing else about your books is sent.'), tab))
+            'fields it may be told about; nothing else about your books is sent, unless you turn on passages '
+            'of the book\'s own text below.'), tab))
         self.field_list = QListWidget(tab)
         saved = list(self.prefs['book_fields'] or ())
         shown = []
@@ -570,6 +571,28 @@ class SettingsWidget(QWidget):
         self.language_box.setCurrentIndex(self.language_box.findData(current))
         self.language_box.setToolTip(_('The AI is asked to answer in this language, when it can'))
         form.addRow(*self.form_label(_('Answer lan&guage:'), self.language_box, tab))
+        self.book_text_box = QCheckBox(_('Send passages of the book\'s own &text with questions'), tab)
+        self.book_text_box.setChecked(bool(self.prefs['book_text']))
+        self.book_text_box.setToolTip(_(
+            'Off: only the book\'s details are sent, and the AI answers from what it knows. On: passages up to '
+            'where you are reading go with each question, and the answer cites them. A book\'s window can '
+            'choose otherwise for that book. Before book text goes to an online provider, you see it and confirm.'))
+        form.addRow(self.book_text_box)
+        self.budget_box = QSpinBox(tab)
+        self.budget_box.setRange(200, 100_000)
+        self.budget_box.setSingleStep(500)
+        self.budget_box.setSuffix(' ' + _('tokens'))
+        self.budget_box.setValue(int(self.prefs['book_text_budget']))
+        self.budget_box.setToolTip(_('At most this much of the book\'s text goes with one question (a token is '
+                                     'about four characters of English)'))
+        form.addRow(*self.form_label(_('Book te&xt per question, at most:'), self.budget_box, tab))
+        self.meaning_box = QCheckBox(_('Rank passages by &meaning too, with a provider on this computer'), tab)
+        self.meaning_box.setChecked(self.prefs['retrieval'] == 'embeddings')
+        self.meaning_box.setToolTip(_(
+            'Passages are ranked by the words they share with your question. With this, the provider\'s '
+            'embeddings rank them by meaning as well. Only providers on this computer are used for it: the whole '
+            'book goes to the provider to be embedded.'))
+        form.addRow(self.meaning_box)
         layout.addLayout(form)
         return tab
 
@@ -648,6 +671,9 @@ class SettingsWidget(QWidget):
         prefs['confirm_send'] = self.confirm_box.currentData()
         prefs['answer_language'] = self.language_box.currentData()
         prefs['save_field'] = self.save_box.currentData()
+        prefs['book_text'] = self.book_text_box.isChecked()
+        prefs['book_text_budget'] = self.budget_box.value()
+        prefs['retrieval'] = 'embeddings' if self.meaning_box.isChecked() else 'bm25'
 
 
 class SettingsDialog(QDialog):

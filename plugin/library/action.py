@@ -45,6 +45,8 @@ class BookAIAction(InterfaceAction):
         self.quick_menu.aboutToShow.connect(self.fill_quick_menu)
         cm(m, 'bookai-read-next', _('Ask for what to &read next'), shortcut=READ_NEXT_KEYS,
            triggered=self.read_next, description=_('Ask for books to read after the selected ones'))
+        cm(m, 'bookai-ask-library', _('Ask my &library'), shortcut=None, triggered=self.ask_library,
+           description=_('A question answered from the full text of your books'))
         m.addSeparator()
         cm(m, 'bookai-history', _('&History'), shortcut=None, triggered=self.show_history,
            description=_('Conversations kept for this library'))
@@ -130,9 +132,20 @@ class BookAIAction(InterfaceAction):
         action = find_action(library_actions(include_disabled=True), 'read_next')
         self.discuss(action=action)
 
+    def ask_library(self):
+        from calibre_plugins.bookai.conversation.books import answer_language
+        from calibre_plugins.bookai.conversation.conversation import Conversation
+        library = self.library()
+        return self.open_window(library, Conversation([], library.library_id, language=answer_language()))
+
     def open_window(self, library, conversation):
-        from calibre_plugins.bookai.library.discussion import DiscussionWindow
-        w = DiscussionWindow(library, conversation, self.gui, on_saved=self.refresh_books)
+        """A window for a conversation: about books, or (about none) a question to the whole library."""
+        if conversation.books:
+            from calibre_plugins.bookai.library.discussion import DiscussionWindow
+            w = DiscussionWindow(library, conversation, self.gui, on_saved=self.refresh_books)
+        else:
+            from calibre_plugins.bookai.library.ask_library import LibraryQuestionWindow
+            w = LibraryQuestionWindow(library, conversation, self.gui.library_view.get_selected_ids(), self.gui)
         self.windows.append(w)
         w.destroyed.connect(lambda obj=None, w=w: self.windows.remove(w) if w in self.windows else None)
         w.show()

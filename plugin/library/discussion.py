@@ -3,7 +3,9 @@
 
 Non-modal: the books it is about, the quick actions, and the conversation
 (gui.conversation_panel), whose turns are kept in the History and whose answers
-can be saved to the books. Closing the window mid-answer stops the answer and
+can be saved to the books. About one book, the book's own text can go with the
+questions (gui.grounding), and a citation opens the book in the E-book viewer
+at the passage cited. Closing the window mid-answer stops the answer and
 keeps what came.
 """
 
@@ -20,6 +22,7 @@ class DiscussionWindow(QDialog):
 
     def __init__(self, library, conversation, parent=None, on_saved=None):
         super().__init__(parent)
+        self.gui = parent
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.setWindowFlags(Qt.WindowType.Window)
         self.library, self.on_saved = library, on_saved
@@ -42,11 +45,36 @@ class DiscussionWindow(QDialog):
             conversation, keep=self.library.history.save, save=self.save_to_book, save_text=_('Save to &book'),
             settings=self.show_settings, placeholder=_(
                 'Ask a question about the book (Enter sends, Shift+Enter starts a new line)'),
-            intro=lambda: '<p>' + _('Choose a quick action above, or type a question below.') + '</p>', parent=self)
+            intro=lambda: '<p>' + _('Choose a quick action above, or type a question below.') + '</p>',
+            grounding=self.grounding_for(conversation), parent=self)
         self.panel.state_changed.connect(self.streaming_changed)
         layout.addWidget(self.panel, 1)
         self.fill_quick_actions()
         self.panel.question.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def grounding_for(self, conversation):
+        """About one book of the library open in calibre: its text can go with the questions."""
+        if len(conversation.books) != 1 or self.gui is None:
+            return None
+        from calibre_plugins.bookai.gui.book_text import LibraryBook
+        from calibre_plugins.bookai.gui.grounding import Grounding
+        book_id = conversation.books[0].book_id
+        source = LibraryBook(self.gui, self.library.db, book_id, self)
+        return Grounding(source, ('metadata', 'chapter', 'position', 'book'), source.position,
+                         go_to=self.open_in_viewer)
+
+    def open_in_viewer(self, place):
+        """Open the book in the E-book viewer at a passage cited."""
+        text = self.panel.grounding.source.loaded
+        book_id = self.conv.books[0].book_id
+        fmt = text.fmt if text is not None else None
+        if fmt is None:
+            fmt = next((f for f in ('EPUB', 'KEPUB') if self.library.db.has_format(book_id, f)), None)
+        if fmt is None:
+            return
+        # a CFI where the text was the book's own EPUB; else where the viewer puts that fraction of the book
+        open_at = place.cfi if place.cfi and fmt in ('EPUB', 'KEPUB') else f'{place.position:.4f}'
+        self.gui.iactions['View'].view_format_by_id(book_id, fmt, open_at=open_at)
 
     @property
     def conv(self):

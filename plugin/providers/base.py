@@ -8,12 +8,15 @@ A provider is one small class that knows its wire format and nothing else:
 - `chat_request()`: one HTTP request for a conversation;
 - `stream_format` and `read_stream()`: the decoded events in, answer chunks out;
 - `models_request()` and `parse_models()`: the live model list;
-- `parse_error()`: what the service said when it answered with an error status.
+- `parse_error()`: what the service said when it answered with an error status;
+- with Capability.EMBEDDINGS: `embed_request()` and `parse_embeddings()` (the
+  default is the /embeddings route most services copy from OpenAI).
 
 Everything else is here, the same for all: settings and keys, choosing the
 model, caching the model list for a day, timeouts, Stop, retries, turning every
 failure into a Failed chunk, usage and cost. The rest of the plugin only ever
-calls text_chat() and never knows which provider it holds.
+calls text_chat() (and embed(), for ranking passages by meaning) and never
+knows which provider it holds.
 """
 
 import json
@@ -38,6 +41,7 @@ load_translations()
 to_json = json.JSONEncoder(ensure_ascii=False).encode  # made once: json.dumps makes one per call with options
 
 MODELS_CACHE_SECONDS = 24 * 60 * 60
+EMBED_BATCH = 64  # texts per embeddings request
 REASONING_EFFORTS = ('auto', 'high', 'medium', 'low', 'none')
 TIERS = ('high', 'medium', 'low')
 
@@ -47,6 +51,7 @@ class Capability(Flag):
     TEXT_TO_TEXT = auto()
     WEB_SEARCH = auto()
     REASONING = auto()
+    EMBEDDINGS = auto()
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,7 @@ class AIProviderPlugin:
     stream_format = 'sse'       # or 'ndjson'
     options = ()                # the provider's own, after common_options()
     tier_patterns = ()          # (tier, regular expression for the whole id) to choose from the live list
+    default_embedding_model = ''  # with EMBEDDINGS: the model when none is set; '' for the chat model
 
     def __init__(self, settings=None, secrets=None, transport=None):
         """settings: option values (default: the user's saved ones); secrets: a store with
@@ -192,7 +198,16 @@ class AIProviderPlugin:
                       help=_('A local server, a proxy or a gateway that speaks this API')),)
         key = (Option('api_key', _('API key'), 'secret', ''),) if cls.needs_key or cls.key_optional else ()
         fillers = tuple(o for o in cls.options if o.fills)  # shown before what they fill in
-        return fillers + url + key + base + tuple(o for o in cls.options if not o.fills)
+        return fillers + url + key + base + cls._embedding_options() + tuple(o for o in cls.options if not o.fills)
+
+    @classmethod
+    def _embedding_options(cls):
+        if not cls.capabilities & Capability.EMBEDDINGS:
+            return ()
+        default = cls.default_embedding_model
+        return (Option('embedding_model', _('Embedding model'), 'text', '', help=(
+            _('Ranks book passages by meaning, when that is turned on. Empty: {model}').format(model=default)
+            if default else _('Ranks book passages by meaning, when that is turned on. Empty: the chat model'))),)
 
     @classmethod
     def option_named(cls, name):
@@ -322,6 +337,15 @@ class AIProviderPlugin:
     def parse_models(self, data):
         raise NotImplementedError()
 
+    def embed_request(self, texts, model):
+        """One request for the vectors of texts. The default: the /embeddings route of OpenAI,
+        which most services speak."""
+        return self.request('/embeddings', {'model': model, 'input': list(texts)})
+
+    def parse_embeddings(self, data):
+        """The vectors in an embeddings answer, in the order of the texts."""
+        return [item['embedding'] for item in sorted(data['data'], key=lambda item: item.get('index', 0))]
+
     def parse_error(self, status, body):
         """(message, code) from an error body; the generic reading knows the usual JSON shapes."""
         try:
@@ -349,8 +373,7 @@ class AIProviderPlugin:
         state = StreamState()
         model = use_model
         try:
-            if problem := self.missing_setup():
-                raise (MissingKey if self.needs_key and not self.api_key else NotConfigured)(problem)
+            self.check_setup()
             model = use_model or self.choose_model(cancel=cancel)
             state.model = model
             response = self.open(self.chat_request(list(messages), model, max_tokens), model, cancel)
@@ -376,6 +399,11 @@ class AIProviderPlugin:
             return
         yield self.done(state, model, state.finish_reason or 'stop')
 
+    def check_setup(self):
+        """Raises MissingKey or NotConfigured, with why in a sentence, unless the provider can be used."""
+        if problem := self.missing_setup():
+            raise (MissingKey if self.needs_key and not self.api_key else NotConfigured)(problem)
+
     def done(self, state, model, finish_reason):
         """The Done chunk for what the stream told, finished as finish_reason says."""
         return Done(model=state.model or model, finish_reason=finish_reason, usage=self.costed(state),
@@ -391,6 +419,14 @@ class AIProviderPlugin:
         except HTTPError as e:
             message, code = self.parse_error(e.status, e.body)
             raise http_error_to_provider_error(e, self.display_name, message, code, model) from None
+
+    def json_answer(self, request, model, cancel, unreadable):
+        """The JSON the service answers to request; unreadable (with {provider}) says when it is not JSON."""
+        response = self.open(request, model, cancel)
+        try:
+            return json.loads(response.read_all())
+        except ValueError:
+            raise ProtocolError(unreadable.format(provider=self.display_name)) from None
 
     def events(self, response):
         decoder = NDJSONDecoder() if self.stream_format == 'ndjson' else SSEDecoder()
@@ -432,6 +468,44 @@ class AIProviderPlugin:
 
     # }}}
 
+    # embeddings {{{
+
+    def embedding_model(self, cancel=None):
+        """The model that makes embeddings: as set, else the provider's default, else the chat model."""
+        return ((self.option('embedding_model') or '').strip() or self.default_embedding_model
+                or self.choose_model(cancel=cancel))
+
+    def embed(self, texts, model='', cancel=None):
+        """A vector (a list of floats) for each of texts, in order, asked EMBED_BATCH texts per
+        request. Raises a ProviderError with what the service said, or Cancelled on Stop."""
+        if not self.capabilities & Capability.EMBEDDINGS:
+            raise NotConfigured(_('{provider} offers no embeddings to rank passages by meaning.').format(
+                provider=self.display_name))
+        self.check_setup()
+        texts = list(texts)
+        if not texts:
+            return []
+        cancel = cancel or CancelToken()
+        model = model or self.embedding_model(cancel)
+        unreadable = _('{provider} sent embeddings that could not be read.')
+        vectors = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            if cancel.cancelled:
+                raise Cancelled()
+            batch = texts[start:start + EMBED_BATCH]
+            data = self.json_answer(self.embed_request(batch, model), model, cancel, unreadable)
+            try:
+                got = [[float(x) for x in v] for v in self.parse_embeddings(data)]
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+                got = None
+            if got is None or len(got) != len(batch):
+                raise ProtocolError(unreadable.format(provider=self.display_name),
+                                    details=self.scrub(json.dumps(data)[:500]))
+            vectors.extend(got)
+        return vectors
+
+    # }}}
+
     # models {{{
 
     def models(self, refresh=False, cancel=None):
@@ -445,12 +519,8 @@ class AIProviderPlugin:
                     return [Model(**m) for m in cached['models']]
             except (OSError, ValueError, KeyError, TypeError):
                 pass
-        response = self.open(self.models_request(), '', cancel or CancelToken())
-        try:
-            data = json.loads(response.read_all())
-        except ValueError:
-            raise ProtocolError(_('{provider} sent a model list that could not be read.').format(
-                provider=self.display_name)) from None
+        data = self.json_answer(self.models_request(), '', cancel or CancelToken(),
+                                _('{provider} sent a model list that could not be read.'))
         models = self.parse_models(data)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         from calibre_plugins.bookai.settings.prefs import write_private

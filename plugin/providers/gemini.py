@@ -16,6 +16,10 @@ STATUS_OF_ERROR = {'INVALID_ARGUMENT': 400, 'FAILED_PRECONDITION': 400, 'UNAUTHE
                    'UNAVAILABLE': 503, 'DEADLINE_EXCEEDED': 504}
 
 
+def model_path(model):
+    return model if model.startswith(('models/', 'tunedModels/')) else 'models/' + model
+
+
 def reason_words(reason):
     return reason.replace('_', ' ').lower()
 
@@ -25,8 +29,9 @@ class GoogleGemini(AIProviderPlugin):
     name = 'gemini'
     display_name = 'Google Gemini'
     description = _("Google's Gemini models. A free tier is available, with low limits.")
-    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH
+    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH | Capability.EMBEDDINGS
     default_base_url = 'https://generativelanguage.googleapis.com/v1beta'
+    default_embedding_model = 'gemini-embedding-001'
     options = (
         Option('web_search', _('Ground answers with Google Search (uses up free-tier limits fast)'), 'bool', False),
     )
@@ -55,8 +60,7 @@ class GoogleGemini(AIProviderPlugin):
             payload['generationConfig'] = config
         if self.option('web_search'):
             payload['tools'] = [{'google_search': {}}]
-        model_path = model if model.startswith(('models/', 'tunedModels/')) else 'models/' + model
-        return self.request(f'/{quote(model_path)}:streamGenerateContent?alt=sse', payload)
+        return self.request(f'/{quote(model_path(model))}:streamGenerateContent?alt=sse', payload)
 
     def read_stream(self, events, state):
         for event in events:
@@ -88,6 +92,14 @@ class GoogleGemini(AIProviderPlugin):
                             reason=reason_words(reason)))
                     state.finish_reason = FINISH_REASONS.get(reason, 'stop')
                     state.finished = True
+
+    def embed_request(self, texts, model):
+        path = model_path(model)
+        return self.request(f'/{quote(path)}:batchEmbedContents', {
+            'requests': [{'model': path, 'content': {'parts': [{'text': t}]}} for t in texts]})
+
+    def parse_embeddings(self, data):
+        return [e['values'] for e in data['embeddings']]
 
     def error_of(self, error, model):
         status = error.get('code') if isinstance(error.get('code'), int) else STATUS_OF_ERROR.get(

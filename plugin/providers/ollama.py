@@ -15,7 +15,7 @@ class Ollama(AIProviderPlugin):
     name = 'ollama'
     display_name = 'Ollama'
     description = _('Models you run with Ollama. On this computer, nothing leaves it.')
-    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING
+    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.EMBEDDINGS
     is_local = True
     needs_key = False
     default_base_url = 'http://localhost:11434'
@@ -66,6 +66,12 @@ class Ollama(AIProviderPlugin):
                 state.finish_reason = 'length' if obj.get('done_reason') == 'length' else 'stop'
                 state.usage = Usage(obj.get('prompt_eval_count'), obj.get('eval_count'))
                 state.finished = True
+
+    def embed_request(self, texts, model):
+        return self.request('/api/embed', {'model': model, 'input': list(texts)})
+
+    def parse_embeddings(self, data):
+        return data['embeddings']
 
     def parse_error(self, status, body):
         message, code = super().parse_error(status, body)

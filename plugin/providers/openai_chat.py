@@ -1,7 +1,8 @@
 # License: GPLv3 Copyright: the Book AI developers
 """The OpenAI chat-completions wire format, and the services that speak it:
 any OpenAI-compatible server (with presets for the common ones), LM Studio,
-OpenRouter, GitHub models and xAI's Grok."""
+OpenRouter, GitHub models and xAI's Grok. The first three also make embeddings
+(the /embeddings route: base.py)."""
 
 from functools import cached_property
 
@@ -125,6 +126,7 @@ class OpenAICompatible(OpenAIChat):
     display_name = _('OpenAI compatible')
     description = _('Any server that speaks the OpenAI chat API: local ones such as llama.cpp, vLLM, LocalAI, '
                     'Jan and KoboldCpp, or services such as Mistral, DeepSeek, Groq and Venice AI.')
+    capabilities = OpenAIChat.capabilities | Capability.EMBEDDINGS
     needs_key = False
     key_optional = True
     default_read_timeout = 600.0  # usually a local server, and local models can be slow
@@ -158,6 +160,7 @@ class LMStudio(OpenAIChat):
     name = 'lmstudio'
     display_name = 'LM Studio'
     description = _('Models running in LM Studio on this computer. Nothing leaves your computer.')
+    capabilities = OpenAIChat.capabilities | Capability.EMBEDDINGS
     is_local = True
     needs_key = False
     default_read_timeout = 600.0
@@ -172,6 +175,8 @@ class OpenRouter(OpenAIChat):
     description = _('Hundreds of models from many companies through one account, including free ones. '
                     'Reports the cost of every answer.')
     default_base_url = 'https://openrouter.ai/api/v1'
+    capabilities = OpenAIChat.capabilities | Capability.EMBEDDINGS
+    default_embedding_model = 'openai/text-embedding-3-small'
     options = (
         Option('model_strategy', _('Models to use'), 'choice', 'free_or_paid', choices=(
             ('free', _('Free models only')), ('free_or_paid', _('Free or paid models')),
@@ -194,9 +199,15 @@ class OpenRouter(OpenAIChat):
         elif self.option('reasoning_effort') == 'none':
             payload['reasoning'] = {'enabled': False}
         payload['usage'] = {'include': True}
+        return self.with_routing(payload)
+
+    def with_routing(self, payload):
         if self.option('deny_data_collection'):
             payload['provider'] = {'data_collection': 'deny'}
         return payload
+
+    def embed_request(self, texts, model):
+        return self.request('/embeddings', self.with_routing({'model': model, 'input': list(texts)}))
 
     @staticmethod
     def usage_of(usage):

@@ -1,5 +1,6 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""OpenAI, through its Responses API (as calibre's own OpenAI provider does)."""
+"""OpenAI, through its Responses API (as calibre's own OpenAI provider does); its
+embeddings through /embeddings (base.py)."""
 
 from calibre_plugins.bookai.core.errors import ResultBlocked, error_for_status
 from calibre_plugins.bookai.core.messages import ReasoningDelta, Role, TextDelta, Usage, WebLink
@@ -15,8 +16,9 @@ class OpenAI(AIProviderPlugin):
     name = 'openai'
     display_name = 'OpenAI'
     description = _("OpenAI's GPT models.")
-    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH
+    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH | Capability.EMBEDDINGS
     default_base_url = 'https://api.openai.com/v1'
+    default_embedding_model = 'text-embedding-3-small'
     options = (Option('web_search', _('Let the model search the web (costs extra)'), 'bool', False),)
     # the newest GPT: plain for the most capable, mini balanced, nano fastest
     tier_patterns = (('high', r'gpt-\d+(\.\d+)?'), ('medium', r'gpt-\d+(\.\d+)?-mini'),

@@ -61,5 +61,14 @@ def plugin_prefs():
             # 'first' (a conversation's first question), 'always', or 'never'
             'confirm_send': 'first',
             'save_field': 'comments',  # where "Save to book" appends: comments or a #column of comments type
+            # the book's own text with questions: off (details only) until the reader turns it on,
+            # here for every book or in a book's window for that book
+            'book_text': False,
+            'book_scopes': {},        # per book ("library id:book id", or the file in the viewer): a scope
+            'book_text_budget': 1500,  # tokens of the book's text sent with one question at most
+            'book_text_consent': [],  # "book|provider" where the reader said: don't ask again
+            # how passages are ranked for a question: 'bm25' (by words, no network) or 'embeddings'
+            # (by meaning too, with the provider's embeddings: grounding/embeddings.py)
+            'retrieval': 'bm25',
         })
     return _prefs

@@ -1,6 +1,10 @@
 # License: GPLv3 Copyright: the Book AI developers
 """The Ask AI panel of the E-book viewer's Lookup panel: the selected text drives it.
 
+With book text on, passages of the book go with the questions (the selection
+and around it, the chapter, or passages up to where the reader is), and the
+answer's citations jump to their passages.
+
 The quick actions (Explain, Define, Summarize, Key points, Fix grammar,
 Translate, and the reader's own) ask about the selection; a typed question may
 use {selected}, and the first one of a conversation gets the selection anyway. A
@@ -47,7 +51,7 @@ class AskPanel(QWidget):
         self.panel = ConversationPanel(
             Conversation([self.book()]), keep=self.keep, save=self.save_as_note, save_text=_('Save as &note'),
             settings=self.show_settings, placeholder=_('Ask about the selection or the book (Enter sends)'),
-            intro=self.intro, prepare=self.prepare, parent=self)
+            intro=self.intro, prepare=self.prepare, grounding=self.grounding(), parent=self)
         self.panel.state_changed.connect(self.streaming_changed)
         layout.addWidget(self.panel, 1)
         self.fill_quick_actions()
@@ -55,6 +59,16 @@ class AskPanel(QWidget):
         self.show_selection()
 
     # the book and the selection {{{
+
+    def grounding(self):
+        """The book's own text with questions: the selection and around it, the chapter, passages up
+        to where the viewer is (or anywhere); a citation clicked goes to its passage in the book."""
+        from calibre_plugins.bookai.gui.book_text import ViewerBook
+        from calibre_plugins.bookai.gui.grounding import Grounding
+        from calibre_plugins.bookai.grounding.scopes import SCOPES
+        source = ViewerBook(self.viewer, self)
+        return Grounding(source, SCOPES, source.position, selection=lambda: self.selected, go_to=source.go_to,
+                         jumps=True)
 
     def book(self):
         """BookInfo for the book the viewer shows (the library's id when it is a library book)."""

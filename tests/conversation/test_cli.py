@@ -139,7 +139,7 @@ def test_book_text_up_to_the_position_is_all_the_server_gets(cli, sandbox, tmp_p
         shown = cli('ask', '--library', lib, '--book', '1', '--prompt', question, '--scope', 'position',
                     '--position', '0.4', '--show-sent')
         assert shown.returncode == 0 and 'nothing was sent' in shown.stdout, shown
-        assert '<passage n="1"' in shown.stdout and 'Do not reveal anything that happens later' in shown.stdout
+        assert '<book_passages>\n[1] (' in shown.stdout and 'Do not reveal anything that happens later' in shown.stdout
         r = cli('ask', '--library', lib, '--book', '1', '--prompt', question, '--scope', 'position',
                 '--position', '0.4', '--json')
         assert r.returncode == 0, r
@@ -178,3 +178,22 @@ def test_a_quick_action_finds_passages_for_its_prompt(cli, sandbox):
     prompt = find_action(library_actions_builtin(), 'read_next').prompt(books)
     expected = passages_block(excerpt(read_epub(quick_start_epub()), 'book', prompt))
     assert expected and expected in r.stdout
+
+
+def test_smollm2_answers_from_the_book_and_cites_a_passage(cli, sandbox):
+    """End to end: a real chat model, SmolLM2 through llama-server, answers with passages of the
+    Quick Start Guide and cites one; the citation points at the chapter that answers the question."""
+    lib = sandbox.make_library(quick_start_epub())
+    with LlamaServer('smollm2', alias='smollm2', ctx=8192, extra_args=('--temp', '0', '-n', '120')) as server:
+        assert cli('configure', 'openai_compatible', f'base_url={server.base_url}/v1', 'model=smollm2',
+                   'temperature=0', '--use').returncode == 0
+        r = cli('ask', '--library', lib, '--book', '1', '--prompt', 'How do I convert an ebook to another format?',
+                '--scope', 'book', '--json')
+    assert r.returncode == 0, r
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    answer = ''.join(e['text'] for e in events if e['type'] == 'text')
+    cited = [e for e in events if e['type'] == 'citation']
+    assert answer and cited, answer
+    real = [c for c in cited if c['sent']]
+    assert real and real[0]['chapter'] == 'Task 2: Conversion' and 0 < real[0]['position'] < 1, cited
+    assert f'[{real[0]["number"]}]' in answer

@@ -2,6 +2,7 @@
 """Reading calibre's Quick Start Guide EPUBs into chapters and passages, and finding
 passages for a question, never past the reader's position."""
 
+import json
 import zipfile
 
 import pytest
@@ -88,3 +89,28 @@ def test_deflate64_is_said_in_words_when_it_cannot_be_read():
         read_epub(fixture)
     message = str(e.value)
     assert 'guide-deflate64.epub' in message and 'META-INF/container.xml' in message and 'Deflate64' in message
+
+
+def test_deflate64_is_read_where_calibres_python_has_the_package(host, sandbox, plugin_zip):
+    """The same fixture, read by calibre with zipfile-deflate64 on its path (dev/peers.py builds it
+    for bookworm's Python; the chroot hosts have no compiler to build it): the same book as the
+    Quick Start Guide itself. Where calibre cannot import it, the test above holds instead."""
+    from pathlib import Path
+    from peers import peers_dir
+    package = peers_dir() / 'deflate64' / 'py311'
+    if host != 'bookworm':  # no package for this host's Python: calibre cannot import it there
+        r = sandbox.debug('import zipfile_deflate64')
+        assert r.returncode != 0 and 'zipfile_deflate64' in r.stderr + r.stdout, r
+        return
+    assert package.is_dir(), f'dev/peers.py setup deflate64 makes {package}'
+    sandbox.install(plugin_zip)
+    fixture = Path(__file__).parent / 'fixtures' / 'guide-deflate64.epub'
+    code = ('import json, calibre.customize.ui; from calibre_plugins.bookai.grounding.extract import read_epub; '
+            f'b = read_epub({str(fixture)!r}); '
+            'print(json.dumps([[c.title for c in b.chapters], b.length, b.paragraphs[5].text]))')
+    r = sandbox.debug(code, env={'PYTHONPATH': str(package)})
+    assert r.returncode == 0, r
+    titles, length, text = json.loads(r.stdout.strip().splitlines()[-1])
+    guide = read_epub(quick_start_epub())
+    assert titles == [c.title for c in guide.chapters] and length == guide.length
+    assert text == guide.paragraphs[5].text

@@ -13,6 +13,16 @@ def test_tables_lists_and_code():
     assert '<code>x &lt; y' in html
 
 
+def test_citations_become_what_cite_makes_them_outside_code():
+    html = markdown_to_html('Use the button [1]; see [2, 3] and passage 4.\n\n`[5]` and\n\n```\n[6]\n```\n',
+                            lambda n: f'<a href="bookai:cite/0/{n}">{n}</a>')
+    for n in (1, 2, 3, 4):
+        assert f'<a href="bookai:cite/0/{n}">{n}</a>' in html
+    assert 'passage <a href="bookai:cite/0/4">' in html
+    assert 'cite/0/5' not in html and 'cite/0/6' not in html and '[5]' in html and '[6]' in html
+    assert markdown_to_html('[1]') == '<p>[1]</p>'  # without cite: left as text
+
+
 def elements(html):
     """(tag, attributes) of every element in html."""
     from html.parser import HTMLParser

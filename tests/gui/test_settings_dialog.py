@@ -502,3 +502,21 @@ def test_a_library_custom_columns(qapp, artifacts, library, saved_prefs):
     assert saved_prefs['book_fields'] == ['series', '#notes']
     assert saved_prefs['save_field'] == '#notes'
     cache.close()
+
+
+def test_book_text_settings_round_trip(qapp, saved_prefs):
+    saved_prefs['book_text'], saved_prefs['book_text_budget'], saved_prefs['retrieval'] = False, 1500, 'bm25'
+    w = shown(qapp, SettingsWidget())
+    assert not w.book_text_box.isChecked() and w.budget_box.value() == 1500 and not w.meaning_box.isChecked()
+    w.book_text_box.setChecked(True)
+    w.budget_box.setValue(4000)
+    w.meaning_box.setChecked(True)
+    w.commit()
+    assert (saved_prefs['book_text'], saved_prefs['book_text_budget'], saved_prefs['retrieval']) == (
+        True, 4000, 'embeddings')
+    w.close()
+    w = SettingsWidget()
+    assert w.book_text_box.isChecked() and w.budget_box.value() == 4000 and w.meaning_box.isChecked()
+    w.meaning_box.setChecked(False)
+    w.commit()
+    assert saved_prefs['retrieval'] == 'bm25'

@@ -8,8 +8,8 @@ import pytest
 from peers import LlamaServer, http
 from sandbox import PLUGIN_NAME, tracebacks
 
-MENU = ['Discuss selected book(s)', 'Quick actions', 'Ask for what to read next', 'History', 'Settings',
-        'About Book AI']
+MENU = ['Discuss selected book(s)', 'Quick actions', 'Ask for what to read next', 'Ask my library', 'History',
+        'Settings', 'About Book AI']
 
 
 def texts(items):
@@ -102,7 +102,8 @@ def test_entries_in_calibres_menus_and_free_shortcuts(sandbox, plugin_zip, libra
 
 @pytest.fixture(scope='module')
 def tiny():
-    with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', '32')) as server:
+    # room for passages of the book: the tiny model's tokens are about a character each
+    with LlamaServer('tiny', alias='tiny', ctx=16384, extra_args=('--temp', '0', '-n', '32')) as server:
         yield server
 
 
@@ -111,7 +112,8 @@ def test_discuss_a_book_in_calibre(sandbox, plugin_zip, library, tiny, artifacts
     r = sandbox.run(['calibre-debug', '-r', 'Book AI', '--', 'configure', 'openai_compatible',
                      f'base_url={tiny.base_url}/v1', 'model=tiny', 'temperature=0'])
     assert r.returncode == 0, r
-    report = start(sandbox, library, BOOKAI_PROBE_DISCUSS='Summarize', BOOKAI_PROBE_SHOTS=str(artifacts))
+    report = start(sandbox, library, BOOKAI_PROBE_DISCUSS='Summarize', BOOKAI_PROBE_SHOTS=str(artifacts),
+                   BOOKAI_PROBE_GROUNDED='How do I convert an ebook to another format?')
     assert report['window_title'] == 'Quick Start Guide — Book AI'
     assert report['quick_actions'] == ['Summarize', 'Chapters', 'Read next', 'Universe', 'Series']
     assert report['question'] == 'Provide a concise summary of the previously described book.'
@@ -119,6 +121,10 @@ def test_discuss_a_book_in_calibre(sandbox, plugin_zip, library, tiny, artifacts
         'model': 'tiny', 'temperature': 0, 'messages': [{'role': 'system', 'content': report['messages'][0]},
                                                         {'role': 'user', 'content': report['question']}]})
     assert not report['error'] and report['answer'] == json.loads(body)['choices'][0]['message']['content']
+    # a question with passages of the book, in calibre itself (its job manager, its library)
+    g = report['grounded']
+    assert not g['error'] and g['answer'] and g['places'] and g['passages'].startswith('<book_passages>\n[1] (')
+    assert 'Task 2: Conversion' in [chapter for chapter, position, cfi in g['places']]
     assert report['settings_from_menu'] == 'Book AI settings'
     assert report['settings_from_preferences']  # calibre's Customize dialog opened with our settings
     assert (artifacts / 'settings_from_preferences.png').stat().st_size > 10_000

@@ -151,3 +151,50 @@ def test_the_real_ebook_viewer_loads_only_the_hook(sandbox, plugin_zip, library)
     assert not [m for m in ours if m.split('.')[2] in ('providers', 'core', 'conversation')], ours
     assert 'calibre_plugins.bookai.viewer.panel' not in ours
     assert 'Book AI:' not in err and not tracebacks(err), err[-3000:]
+
+
+@pytest.fixture(scope='module')
+def tiny_long():
+    """The tiny model with room for passages of the book."""
+    with LlamaServer('tiny', alias='tiny', ctx=16384, extra_args=('--temp', '0', '-n', '16')) as server:
+        yield server
+
+
+def test_book_text_up_to_where_the_viewer_is(sandbox, plugin_zip, library, tiny_long, artifacts):
+    """Passages up to the viewer's place go with a question; a citation goes to its passage; the place the
+    viewer saves on closing is the limit for a question asked from the library afterwards."""
+    from calibre_plugins.bookai.grounding.extract import read_epub
+    from calibre_plugins.bookai.grounding.scopes import SCOPES, passage_texts
+    sandbox.install(plugin_zip)
+    configure(sandbox, tiny_long)
+    question = 'How do I convert an ebook to another format?'
+    report, r = sandbox.probe('viewer', [library_epub(library)], env={
+        'BOOKAI_PROBE_SECTIONS': '6', 'BOOKAI_PROBE_GROUNDED': question, 'BOOKAI_PROBE_SHOTS': str(artifacts)})
+    assert report['rendered'] and not report['timeout'] and 'waited_for' not in report, (report, r.output[-2000:])
+    assert not tracebacks(r.output), r
+    assert report['scopes'] == list(SCOPES)
+    book = read_epub(library_epub(library))
+    where = book.offset_of_cfi(report['cfi'])
+    assert where is not None and 0.05 < book.fraction(where) < 0.9, report['cfis']
+    assert not report['g_error'] and report['g_spoiler_safe'] and report['g_places'], report.get('g_chat')
+    texts = passage_texts(report['g_passages'])
+    for text in texts.values():  # every passage sent ends before the viewer's place
+        start = next(p.start for p in book.paragraphs if text.startswith(p.text))
+        assert start + len(text) <= where + 1, (text[:80], start, where)
+    assert 'none after where you are' in report['g_chat']
+    assert report['g_links']
+    # the citation of passage 1: the viewer is at that passage now
+    chapter, position, cfi = report['g_places'][0]
+    target = book.offset_of_cfi(cfi)
+    assert texts[1].startswith(next(p.text for p in book.paragraphs if p.start == target))
+    after = book.offset_of_cfi(report['cfi_after_jump'])
+    assert after is not None and book.chapter_at(after).title == chapter, (report['cfi_after_jump'], cfi)
+    # the viewer saved its place on closing: the library's questions keep to it
+    r = sandbox.run(['calibre-debug', '-r', 'Book AI', '--', 'ask', '--library', library, '--book', '1',
+                     '--prompt', 'What is calibre?', '--scope', 'position', '--show-sent'])
+    assert r.returncode == 0, r
+    sent = passage_texts(r.stdout)
+    assert sent and 'Do not reveal anything that happens later' in r.stdout
+    for text in sent.values():
+        start = next(p.start for p in book.paragraphs if text.startswith(p.text))
+        assert start + len(text) <= where + 1

@@ -126,7 +126,31 @@ def discuss(gui):
         if shots:
             w.grab().save(os.path.join(shots, 'discussion-in-calibre.png'))
         report.write()
+        if os.environ.get('BOOKAI_PROBE_GROUNDED'):
+            return grounded()
         settings_by_menu()
+
+    def grounded():
+        """A question with passages of the whole book ($BOOKAI_PROBE_GROUNDED), in a new chat."""
+        p = w.panel
+        p.new_chat()
+        p.scope_row.box.setCurrentIndex(p.scope_row.box.findData('book'))
+        p.question.setPlainText(os.environ['BOOKAI_PROBE_GROUNDED'])
+        p.send_button.click()
+
+        def answered():
+            if p.streaming:
+                return QTimer.singleShot(50, answered)
+            turn = w.conv.turns[-1]
+            report['grounded'] = {'answer': turn.answer, 'error': turn.error, 'passages': turn.passages,
+                                  'places': [[x.chapter, x.position, x.cfi] for x in turn.places],
+                                  'links': [n for n in range(1, len(turn.places) + 1)
+                                            if f'bookai:cite/0/{n}' in p.chat.toHtml()]}
+            if shots:
+                w.grab().save(os.path.join(shots, 'discussion-grounded.png'))
+            report.write()
+            settings_by_menu()
+        QTimer.singleShot(50, answered)
 
     def grab_modal(name, then):
         d = QApplication.activeModalWidget()

@@ -11,6 +11,12 @@ panel, selects the page's text through the viewer's own selection path
 (its select_all shortcut), runs that action and waits for the answer; with
 $BOOKAI_PROBE_ENDLESS_URL also a question stopped mid-answer; with
 $BOOKAI_PROBE_NOTE also Save as note. $BOOKAI_PROBE_SHOTS: a folder for screenshots.
+
+With $BOOKAI_PROBE_SECTIONS=N it goes N sections on (the viewer's next_section
+shortcut) and reports where it is; with $BOOKAI_PROBE_GROUNDED also set to a
+question, it then asks it with book text "up to where I am", and clicks a
+citation of the answer's first passage; then it closes, and the viewer saves
+its place.
 """
 
 import os
@@ -137,6 +143,58 @@ def ask(viewer):
     later(selected, run, timeout=30)
 
 
+def sections(viewer, count, then):
+    """Go count sections on, as the reader would, then then()."""
+    from qt.core import QTimer
+
+    def step(n):
+        report.setdefault('cfis', []).append(viewer.web_view.current_cfi)
+        if n == 0:
+            report['cfi'] = viewer.web_view.current_cfi
+            report.write()
+            return then()
+        viewer.web_view.trigger_shortcut('next_section')
+        QTimer.singleShot(1500, lambda: step(n - 1))
+    step(count)
+
+
+def grounded(viewer):
+    """Ask with book text up to the viewer's place, then follow a citation."""
+    from qt.core import QTabWidget, QTimer
+    viewer.toggle_lookup(True)
+    tabs = viewer.lookup_widget if isinstance(viewer.lookup_widget, QTabWidget) else viewer.lookup_dock.widget()
+    tabs.setCurrentWidget(viewer.bookai_panel)
+    p = viewer.bookai_panel.panel.panel
+    p.scope_row.box.setCurrentIndex(p.scope_row.box.findData('position'))
+    report['scopes'] = [p.scope_row.box.itemData(i) for i in range(p.scope_row.box.count())]
+    p.question.setPlainText(os.environ['BOOKAI_PROBE_GROUNDED'])
+    p.send_button.click()
+
+    def answered():
+        turn = p.conv.turns[-1]
+        report.update(g_error=turn.error, g_answer=turn.answer, g_passages=turn.passages,
+                      g_spoiler_safe=turn.spoiler_safe, g_places=[[x.chapter, x.position, x.cfi] for x in turn.places],
+                      g_chat=p.chat.toPlainText()[-2000:])
+        report.write()
+        if not turn.places:
+            return viewer.close()
+        turn.answer += ' [1]'
+        p.show_conversation()
+        report['g_links'] = 'bookai:cite/0/1' in p.chat.toHtml()
+        shots = os.environ.get('BOOKAI_PROBE_SHOTS', '')
+        if shots:
+            viewer.grab().save(os.path.join(shots, 'viewer-grounded.png'))
+        from qt.core import QUrl
+        p.chat.on_link(QUrl('bookai:cite/0/1'))  # the citation clicked: the viewer goes there
+        QTimer.singleShot(3000, jumped)
+
+    def jumped():
+        report['cfi_after_jump'] = viewer.web_view.current_cfi
+        report.write()
+        viewer.close()
+    later(lambda: not p.streaming and bool(p.conv.turns), answered)
+
+
 def unexpected_viewer():
     """A viewer unlike any calibre Book AI knows: its Lookup panel is not in its dock."""
     from qt.core import QWidget
@@ -176,6 +234,9 @@ def main(book):
         report.write()
         if os.environ.get('BOOKAI_PROBE_ASK') and report['has_panel']:
             return ask(viewer)
+        if os.environ.get('BOOKAI_PROBE_SECTIONS'):
+            then = (lambda: grounded(viewer)) if os.environ.get('BOOKAI_PROBE_GROUNDED') else viewer.close
+            return sections(viewer, int(os.environ['BOOKAI_PROBE_SECTIONS']), then)
         viewer.close()
 
     def rendered(viewer, *args):

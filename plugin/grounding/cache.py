@@ -1,0 +1,153 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""A book's extracted text and its index, kept per library, book and format, so that a
+book is read (and, for most formats, converted by calibre) once.
+
+One file per library, book and format: FOLDER/<library id>/<book id>.<FORMAT>.bookai,
+a header line (the book file's size and modification time, and the cache's schema),
+then the Book, pickled and compressed. The Index is not stored: it is rebuilt from the
+Book when loaded, which takes a fraction of reading the book, and keeps the file at
+about 0.4 of the book's text size where the pickled Index alone was 2.2 times it (see
+bench/grounding.py).
+
+A file whose book file changed (size or modification time) is read again, and so is
+one written for other Book classes (CACHE_VERSION and the classes' fields); a damaged
+one is set aside (renamed *.damaged) and the book read again, never an error.
+"""
+
+import json
+import os
+import pickle
+import re
+import zlib
+
+from calibre_plugins.bookai.grounding import extract
+from calibre_plugins.bookai.grounding.index import Index, passages
+from calibre_plugins.bookai.settings.prefs import write_private
+
+CACHE_VERSION = 1  # raise when what a cache file holds changes meaning
+MAGIC = b'BOOKAI-TEXT '
+SUFFIX = '.bookai'
+DAMAGED = '.damaged'
+COMPRESSION = 6  # zlib level: 0.39 of the text against 0.46 at level 1, loading as fast
+
+
+def default_folder():
+    """Where the cache lives: in calibre's cache folder."""
+    from calibre.constants import cache_dir
+    return os.path.join(cache_dir(), 'bookai', 'text')
+
+
+def schema():
+    """What the cache files are written for: CACHE_VERSION and the fields of the Book classes,
+    so that a field added to Book, Chapter or Paragraph makes old files be read again."""
+    fields = [f'{cls.__name__}({",".join(getattr(cls, "__dataclass_fields__", ()))})'
+              for cls in (extract.Book, extract.Chapter, extract.Paragraph)]
+    return f'{CACHE_VERSION}:' + ';'.join(fields)
+
+
+def stamp(path, st=None):
+    """The header that ties a cache file to the state of the book file at path."""
+    st = st or os.stat(path)
+    return {'schema': schema(), 'size': st.st_size, 'mtime_ns': st.st_mtime_ns}
+
+
+def safe(name):
+    return re.sub(r'[^A-Za-z0-9_-]', '_', str(name))[:80] or '_'
+
+
+class TextCache:
+
+    def __init__(self, folder):
+        self.folder = str(folder)
+
+    def library_folder(self, library_id):
+        return os.path.join(self.folder, safe(library_id))
+
+    def file_of(self, library_id, book_id, fmt):
+        """The cache file of a book's format."""
+        return os.path.join(self.library_folder(library_id), f'{int(book_id)}.{safe(fmt.upper())}{SUFFIX}')
+
+    def get(self, library_id, book_id, fmt, path):
+        """(Book, Index) of the book file at path, or None when the cache has no current copy."""
+        entry = self.file_of(library_id, book_id, fmt)
+        try:
+            current = stamp(path)
+            with open(entry, 'rb') as f:
+                header = f.readline()
+                if not header.startswith(MAGIC):
+                    raise ValueError('not a Book AI text cache file')
+                if json.loads(header[len(MAGIC):]) != current:
+                    return None  # the book file changed, or the classes did: read it again
+                book = pickle.loads(zlib.decompress(f.read()))
+            if not isinstance(book, extract.Book):
+                raise ValueError(f'a {type(book).__name__}, not a Book')
+        except FileNotFoundError:
+            return None
+        except Exception:  # anything a damaged file can raise while unpickling
+            self.set_aside(entry)
+            return None
+        return book, Index(passages(book))
+
+    def put(self, library_id, book_id, fmt, path, book, st=None):
+        """Keep book, read from the file at path, and return (Book, Index). st: os.stat(path)
+        from before the reading began (default: now), so that a file changed while it was
+        being read is read again next time. A cache that cannot be written is left as it is."""
+        header = MAGIC + json.dumps(stamp(path, st)).encode('ascii') + b'\n'
+        data = zlib.compress(pickle.dumps(book, protocol=pickle.HIGHEST_PROTOCOL), COMPRESSION)
+        entry = self.file_of(library_id, book_id, fmt)
+        try:
+            os.makedirs(os.path.dirname(entry), exist_ok=True)
+            write_private(entry, header + data)  # atomic: a reader sees the old file or the new one
+        except OSError:
+            pass
+        return book, Index(passages(book))
+
+    def text_of(self, library_id, book_id, fmt, path, read=None):
+        """(Book, Index) of the book file at path: from the cache, else read with read(path)
+        (default: formats.read_book, converting in this process) and kept."""
+        found = self.get(library_id, book_id, fmt, path)
+        if found is not None:
+            return found
+        if read is None:
+            from calibre_plugins.bookai.grounding.formats import read_book
+
+            def read(p):
+                return read_book(p, fmt)
+        st = os.stat(path)
+        return self.put(library_id, book_id, fmt, path, read(path), st)
+
+    def drop(self, library_id, book_id):
+        """Forget every format of a book."""
+        prefix = f'{int(book_id)}.'
+        return self.remove_where(library_id, lambda name: name.startswith(prefix))
+
+    def prune(self, library_id, existing_book_ids):
+        """Forget the books of a library that are no longer in it; returns how many files went."""
+        keep = {str(int(i)) for i in existing_book_ids}
+        return self.remove_where(library_id, lambda name: name.partition('.')[0] not in keep)
+
+    def remove_where(self, library_id, condition):
+        folder = self.library_folder(library_id)
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return 0
+        removed = 0
+        for name in names:
+            if SUFFIX in name and condition(name):
+                try:
+                    os.remove(os.path.join(folder, name))
+                    removed += 1
+                except OSError:
+                    pass
+        return removed
+
+    def set_aside(self, entry):
+        """Keep a damaged file for a look, out of the way."""
+        try:
+            os.replace(entry, entry + DAMAGED)
+        except OSError:
+            try:
+                os.remove(entry)
+            except OSError:
+                pass

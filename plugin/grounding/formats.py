@@ -1,0 +1,159 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""Which of a book's formats its text is read from, and the reading: EPUB and KEPUB
+directly (extract.read_epub), every other format calibre can convert through calibre's
+own conversion to EPUB first.
+
+In calibre the conversion runs as a calibre job (progress in the Jobs panel,
+cancellable): conversion_job() gives the job's function and arguments, converted_path()
+where its EPUB goes, job_error() the words for a job that failed. On the command line
+and in tests it runs in this process: convert_to_epub(), or read_book() for both steps.
+"""
+
+import contextlib
+import io
+import json
+import os
+import re
+import tempfile
+
+from calibre_plugins.bookai.grounding.extract import UnreadableBook, read_epub
+
+load_translations()
+
+READ_DIRECTLY = ('EPUB', 'KEPUB')
+# the formats converted for reading, best first: those that keep a book's structure best
+CONVERTED_FIRST = ('AZW3', 'MOBI', 'AZW', 'DOCX', 'FB2', 'HTMLZ', 'ODT', 'RTF', 'TXT', 'TXTZ', 'PDF')
+# input formats calibre converts that hold pictures or instructions, not a book's text
+NOT_TEXT = frozenset(('CBZ', 'CBR', 'CB7', 'CBC', 'RECIPE', 'DOWNLOADED_RECIPE'))
+JOB_FUNCTION = 'gui_convert'  # calibre's own conversion job (calibre.gui2.convert.gui_conversion)
+
+
+def convertible_formats():
+    """The input formats calibre can convert here, upper case."""
+    from calibre.customize.ui import available_input_formats
+    return {f.upper() for f in available_input_formats()}
+
+
+def choose_format(formats):
+    """The format to read a book's text from, given the book's formats; None when none holds
+    readable text (no formats, or only pictures)."""
+    have = {f.upper() for f in formats or ()}
+    for fmt in READ_DIRECTLY + CONVERTED_FIRST:
+        if fmt in have:
+            return fmt
+    others = sorted((have & convertible_formats()) - NOT_TEXT)
+    return others[0] if others else None
+
+
+def conversion_recommendations():
+    """calibre's conversion options for an EPUB read only for its text: no cover page, no
+    images where the input format can leave them out; the table of contents and chapter
+    detection keep calibre's defaults."""
+    from calibre.customize.conversion import OptionRecommendation
+    high = OptionRecommendation.HIGH
+    return [
+        ('no_default_epub_cover', True, high),   # no cover drawn when the book has none
+        ('no_svg_cover', True, high),
+        ('no_images', True, high),               # PDF input: leave the images out
+        ('disable_font_rescaling', True, high),  # sizes of fonts do not matter for text
+    ]
+
+
+def conversion_job(src, dest):
+    """The calibre job that converts src to the EPUB dest for reading: (function name,
+    arguments), for gui.job_manager.run_job(Dispatcher(done), name, args=args, description=...).
+    When the job is done, read dest with read_epub()."""
+    return JOB_FUNCTION, [str(src), str(dest), conversion_recommendations()]
+
+
+def converted_path(workdir, src):
+    """Where the EPUB converted from src goes in workdir: its name with .epub added (book.azw3.epub),
+    so that it never is a book's own EPUB, even in the book's folder."""
+    return os.path.join(str(workdir), os.path.basename(str(src)) + '.epub')
+
+
+def convert_to_epub(src, dest, log=None):
+    """Convert src to the EPUB dest with calibre's conversion, in this process (what the
+    calibre job of conversion_job() does in a worker). log: a calibre Log; by default
+    calibre's messages are kept in memory, and its last line is the reason given when
+    calibre's error has no words of its own. What calibre prints is kept off standard
+    output. Raises UnreadableBook."""
+    from calibre.ebooks.conversion.plumber import Plumber
+    from calibre.utils.logging import Log, Stream
+    if log is None:
+        log = Log()
+        log.outputs = [Stream(io.StringIO())]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # some input plugins print (PDF: pdftohtml's log)
+            plumber = Plumber(str(src), str(dest), log)
+            plumber.merge_ui_recommendations(conversion_recommendations())
+            plumber.run()
+    except Exception as e:
+        raise not_converted(src, reason_of(e) or last_line(log)) from None
+    if not os.path.exists(dest):
+        raise not_converted(src, _('calibre made no EPUB of it.'))
+
+
+def not_converted(src, reason):
+    """The UnreadableBook for src, with calibre's reason (HTML and all) in plain words."""
+    reason = ' '.join(re.sub(r'<[^>]+>', ' ', reason or '').split()) or _('calibre stopped without saying why.')
+    return UnreadableBook(_('{path} could not be converted for reading: {reason}').format(path=src, reason=reason))
+
+
+def reason_of(error):
+    """Why a conversion failed, in calibre's words."""
+    from calibre.ebooks import DRMError
+    from calibre.ebooks.conversion import ConversionUserFeedBack
+    if isinstance(error, DRMError):
+        return _('it is locked with DRM.')
+    if isinstance(error, ConversionUserFeedBack):
+        return ' '.join(part for part in (error.title, error.msg) if part)
+    return str(error)
+
+
+def last_line(log):
+    """The last line of calibre's in-memory log, if it has one."""
+    for output in getattr(log, 'outputs', ()):
+        stream = getattr(output, 'stream', None)
+        if isinstance(stream, io.StringIO):
+            lines = [line.strip() for line in stream.getvalue().splitlines() if line.strip()]
+            return lines[-1] if lines else ''
+    return ''
+
+
+def job_error(src, details):
+    """The UnreadableBook for a failed conversion job of src, from the job's log (job.details):
+    calibre's reason in words (the exception the worker ended with), not the traceback."""
+    details = details or ''
+    last = next((line.strip() for line in reversed(details.splitlines()) if line.strip()), '')
+    name, _sep, message = last.partition(': ')
+    if 'Traceback (most recent call last):' not in details or not re.fullmatch(r'[A-Za-z_][\w.]*', name):
+        return not_converted(src, '')  # killed, or ended some other way
+    if name.endswith('DRMError'):
+        return not_converted(src, _('it is locked with DRM.'))
+    if name.endswith('ConversionUserFeedBack'):
+        return not_converted(src, feedback_text(message))
+    return not_converted(src, message or name.rpartition('.')[2])
+
+
+def feedback_text(message):
+    """The words of a ConversionUserFeedBack, which the worker's log shows as JSON."""
+    try:
+        feedback = json.loads(message)
+        return ' '.join(part for part in (feedback.get('title'), feedback.get('msg')) if part)
+    except (ValueError, AttributeError):
+        return message
+
+
+def read_book(path, fmt, workdir=None):
+    """The Book in path, a file of format fmt: EPUB and KEPUB read directly, any other
+    format converted to an EPUB in workdir first (a temporary folder, removed after,
+    when workdir is None). Raises UnreadableBook."""
+    if fmt.upper() in READ_DIRECTLY:
+        return read_epub(path)
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix='bookai-') as tmp:
+            return read_book(path, fmt, tmp)
+    dest = converted_path(workdir, path)
+    convert_to_epub(path, dest)
+    return read_epub(dest)

@@ -1,0 +1,327 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""The book's own text in the discussion window, offscreen, against a real llama-server,
+a real calibre library and calibre's real job manager: the Book text row, the saved
+reading position as the limit, consent before book text goes online, citations as
+links to their passages, and books in other formats converted as a calibre job."""
+
+import json
+import os
+import time
+
+import pytest
+from qt.core import QApplication, QEventLoop, QTimer, QUrl
+
+from calibre_plugins.bookai.conversation.books import BookLibrary
+from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.history import History
+from calibre_plugins.bookai.grounding.extract import read_epub
+from calibre_plugins.bookai.grounding.scopes import passage_texts
+from calibre_plugins.bookai.library.discussion import DiscussionWindow
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+from peers import LlamaServer, http
+from sandbox import quick_start_epub, stand_in_gui
+
+QUESTION = 'How do I convert an ebook to another format?'
+
+
+@pytest.fixture(scope='module')
+def tiny():
+    with LlamaServer('tiny', alias='tiny', ctx=16384, extra_args=('--temp', '0', '-n', '24')) as server:
+        yield server
+
+
+@pytest.fixture
+def prefs():
+    p = plugin_prefs()
+    saved = {k: p[k] for k in p.defaults}
+    yield p
+    for k, v in saved.items():
+        p[k] = v
+
+
+def use_server(prefs, server, confirm='never'):
+    prefs['providers'] = {'openai_compatible': {'base_url': server.base_url + '/v1', 'model': 'tiny',
+                                                'temperature': 0.0}}
+    prefs['provider'] = 'openai_compatible'
+    prefs['confirm_send'] = confirm
+
+
+@pytest.fixture(scope='module')
+def gui(qapp):
+    return stand_in_gui(job_manager=True)
+
+
+def open_library(path, tmp_path):
+    from calibre.library import db
+    return BookLibrary(db(str(path)).new_api, History(str(tmp_path / 'history')))
+
+
+@pytest.fixture
+def books(sandbox, tmp_path):
+    """The Quick Start Guide (EPUB), and it again as AZW3 only."""
+    azw3 = sandbox.convert(quick_start_epub(), tmp_path / 'guide.azw3')
+    path = sandbox.make_library(quick_start_epub())
+    r = sandbox.run(['calibredb', '--with-library', path, 'add', '--duplicates', azw3])
+    assert r.returncode == 0, r
+    return open_library(path, tmp_path)
+
+
+def window(gui, books, ids=(1,)):
+    w = DiscussionWindow(books, Conversation.about(books, list(ids)), gui)
+    w.show()
+    return w
+
+
+def wait_until(condition, timeout=120):
+    end = time.monotonic() + timeout
+    while not condition():
+        QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        if time.monotonic() > end:
+            raise AssertionError('timed out waiting')
+        time.sleep(0.005)
+
+
+def ask(w, question=QUESTION):
+    w.panel.question.setPlainText(question)
+    w.panel.send_button.click()
+    wait_until(lambda: not w.panel.streaming)
+    return w.conv.turns[-1] if w.conv.turns else None
+
+
+def direct_text(server, messages):
+    status, headers, body = http('POST', server.base_url + '/v1/chat/completions', {
+        'model': 'tiny', 'temperature': 0, 'messages': [{'role': m.role.value, 'content': m.text} for m in messages]})
+    assert status == 200, body
+    return json.loads(body)['choices'][0]['message']['content']
+
+
+def save_reading_position(books, book_id, fraction):
+    """Keep a last-read place as calibre's E-book viewer does (tests/hosts/test_viewer_panel.py
+    has the real viewer do it): a CFI, here the place of the paragraph at fraction of the book."""
+    from calibre_plugins.bookai.grounding.reading_position import viewer_annotations_file
+    path = books.db.format_abspath(book_id, 'EPUB')
+    book = read_epub(path)
+    cfi = book.cfi_at(int(fraction * book.length))
+    annotations = viewer_annotations_file(path)
+    os.makedirs(os.path.dirname(annotations), exist_ok=True)
+    with open(annotations, 'w') as f:
+        json.dump([{'pos': cfi, 'pos_type': 'epubcfi', 'timestamp': '2026-12-01T10:00:00+00:00',
+                    'type': 'last-read'}], f)
+    return book, cfi
+
+
+def test_book_text_is_off_until_the_reader_turns_it_on(qapp, prefs, gui, books, tiny):
+    use_server(prefs, tiny)
+    prefs['book_text'] = False
+    w = window(gui, books)
+    row = w.panel.scope_row
+    assert row is not None and row.scope == 'metadata'
+    assert [row.box.itemData(i) for i in range(row.box.count())] == ['metadata', 'chapter', 'position', 'book']
+    assert 'details' in row.note.text()
+    w.close()
+    prefs['book_text'] = True  # on for every book: up to the reader's position
+    w = window(gui, books)
+    assert w.panel.scope_row.scope == 'position' and 'stays on this computer' in w.panel.scope_row.note.text()
+    w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('book'))  # this book: the whole book
+    w.close()
+    w = window(gui, books)
+    assert w.panel.scope_row.scope == 'book'
+    assert prefs['book_scopes'] == {f'{books.library_id}:1': 'book'}
+    w.close()
+    w = window(gui, books, (1, 2))  # two books: no book text
+    assert w.panel.scope_row is None
+    w.close()
+
+
+def test_passages_stop_at_the_saved_reading_position(qapp, prefs, gui, books, tiny, artifacts):
+    use_server(prefs, tiny)
+    book, cfi = save_reading_position(books, 1, 0.4)
+    w = window(gui, books)
+    w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('position'))
+    turn = ask(w)
+    assert turn is not None and not turn.error, w.panel.chat.toPlainText()[-600:]
+    assert turn.passages and turn.spoiler_safe and turn.places
+    limit = book.fraction(book.offset_of_cfi(cfi))
+    assert 0.35 < limit <= 0.41
+    assert all(p.position < limit for p in turn.places)
+    texts = passage_texts(turn.passages)
+    assert len(texts) == len(turn.places)
+    # nothing after the position is in what was sent: every passage ends before it
+    for n, text in texts.items():
+        start = next(p.start for p in book.paragraphs if text.startswith(p.text))
+        assert start + len(text) <= limit * book.length + 1
+    # the messages sent: the rule in the system message, the passages before the question
+    sent = Conversation.about(books, [1]).messages_for(QUESTION, turn.passages, True)
+    assert 'Do not reveal anything that happens later' in sent[0].text
+    assert sent[1].text.startswith('<book_passages>\n[1] (') and QUESTION in sent[1].text.rsplit('</book_passages>', 1)[1]
+    # what the server answers to exactly those messages is what the window shows
+    assert turn.answer == direct_text(tiny, sent)
+    assert w.grab().save(str(artifacts / 'grounded-discussion.png'))
+    w.close()
+
+
+def test_without_a_saved_position_nothing_is_sent(qapp, prefs, gui, books, tiny):
+    use_server(prefs, tiny)
+    w = window(gui, books)
+    w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('position'))
+    assert ask(w, 'What happens next?') is None
+    assert 'does not know where you are in this book' in w.panel.chat.toPlainText()
+    assert w.panel.question.toPlainText() == 'What happens next?'  # the question is not lost
+    w.close()
+
+
+def test_citations_link_to_their_passages(qapp, prefs, gui, books, tiny, artifacts):
+    use_server(prefs, tiny)
+    w = window(gui, books)
+    w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('book'))
+    turn = ask(w)
+    assert turn.places and not turn.spoiler_safe
+    turn.answer = 'Converting is explained in [1], and not in [42].'  # as a model that cites would write
+    w.panel.show_conversation()
+    html = w.panel.chat.toHtml()
+    assert 'bookai:cite/0/1' in html and 'bookai:cite/0/42' not in html and '42?' in w.panel.chat.toPlainText()
+    shown = []
+
+    def check():
+        d = QApplication.activeModalWidget()
+        if d is None:
+            return QTimer.singleShot(50, check)
+        shown.append((d.windowTitle(), d.text.toPlainText()))
+        assert d.grab().save(str(artifacts / 'citation.png'))
+        d.open_button.click()
+    QTimer.singleShot(50, check)
+    w.panel.chat.on_link(QUrl('bookai:cite/0/1'))
+    assert shown and shown[0][0] == 'Passage 1' and shown[0][1] == passage_texts(turn.passages)[1]
+    (book_id, fmt, open_at), = gui.iactions['View'].opened
+    assert (book_id, fmt) == (1, 'EPUB') and open_at == turn.places[0].cfi and open_at.startswith('epubcfi(/')
+    book = read_epub(books.db.format_abspath(1, 'EPUB'))
+    at = book.offset_of_cfi(open_at)
+    assert passage_texts(turn.passages)[1].startswith(next(p.text for p in book.paragraphs if p.start == at))
+    gui.iactions['View'].opened.clear()
+    w.close()
+
+
+def test_consent_before_book_text_goes_to_an_online_provider(qapp, prefs, gui, books, tiny):
+    use_server(prefs, tiny)
+    prefs['providers'] = dict(prefs['providers'], openrouter={'base_url': tiny.base_url + '/v1', 'model': 'tiny'})
+    prefs['provider'] = 'openrouter'
+    prefs['book_text_consent'] = []
+    from calibre_plugins.bookai.settings.secrets import secret_store
+    secret_store().set('openrouter', 'api_key', 'sk-or-test-key')
+    try:
+        w = window(gui, books)
+        w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('book'))
+        assert 'before they are sent' in w.panel.scope_row.note.text()
+        seen = []
+
+        def answer(accept, dont_ask=False):
+            def act():
+                d = QApplication.activeModalWidget()
+                if d is None:
+                    return QTimer.singleShot(50, act)
+                seen.append((d.summary.text(), d.view.toPlainText(), d.dont_ask is not None))
+                if dont_ask:
+                    d.dont_ask.setChecked(True)
+                (d.accept if accept else d.reject)()
+            QTimer.singleShot(50, act)
+        answer(False)
+        assert ask(w) is None  # cancelled: nothing sent, the question back in the box
+        assert w.panel.question.toPlainText() == QUESTION
+        summary, shown, has_dont_ask = seen[0]
+        assert 'passages of the book' in summary and has_dont_ask
+        assert '<book_passages>\n[1] (' in shown and 'sk-or-test-key' not in shown
+        answer(True, dont_ask=True)
+        turn = ask(w)
+        assert turn is not None and turn.passages and len(seen) == 2
+        assert prefs['book_text_consent'] == [f'{books.library_id}:1|openrouter']
+        turn = ask(w, 'And PDF?')  # not asked again for this book and provider
+        assert len(seen) == 2 and turn.question == 'And PDF?' and turn.passages
+        w.close()
+    finally:
+        secret_store().set('openrouter', 'api_key', '')
+
+
+def test_other_formats_are_read_through_a_calibre_job(qapp, prefs, gui, books, tiny):
+    use_server(prefs, tiny)
+    assert books.db.formats(2) == ('AZW3',)
+    jobs_before = len(gui.job_manager.jobs)
+    w = window(gui, books, (2,))
+    w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('book'))
+    turn = ask(w)
+    assert turn is not None and turn.passages and not turn.error
+    jobs = gui.job_manager.jobs[jobs_before:]
+    assert [j.description for j in jobs] == ['Book AI: reading the text of Quick Start Guide']
+    assert not jobs[0].failed and 'Conversion' in ' '.join(p.chapter for p in turn.places) + turn.passages
+    w.close()
+    w = window(gui, books, (2,))  # read once: from the cache now, no second job
+    assert ask(w).passages and len(gui.job_manager.jobs) == jobs_before + 1
+    w.close()
+
+
+def test_stop_while_the_book_is_converted(qapp, prefs, gui, books, tiny):
+    use_server(prefs, tiny)
+    from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
+    TextCache(default_folder()).drop(books.library_id, 2)
+    w = window(gui, books, (2,))
+    w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('book'))
+    w.panel.question.setPlainText(QUESTION)
+    w.panel.send_button.click()
+    assert w.panel.streaming and w.panel.send_button.text() == '&Stop'
+    assert 'Reading the text of the book' in w.panel.chat.toPlainText()
+    wait_until(lambda: w.panel.grounding.source.job is not None)  # not in the cache: converted in a job
+    job = w.panel.grounding.source.job
+    w.panel.send_button.click()  # Stop
+    assert not w.panel.streaming and 'Stopped. Nothing was sent.' in w.panel.chat.toPlainText()
+    wait_until(lambda: job.duration is not None)
+    assert job.killed and not w.conv.turns
+    w.close()
+
+
+def test_passages_ranked_by_meaning_with_a_local_provider(qapp, prefs, gui, books):
+    """With ranking by meaning on, the passages sent are the fusion of BM25 and the provider's
+    embeddings (llama-server's, for real), made once for the book; the provider is local."""
+    from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
+    from calibre_plugins.bookai.grounding.index import Index, passages
+    from calibre_plugins.bookai.grounding.scopes import excerpt
+    from calibre_plugins.bookai.providers.registry import get_provider
+    with LlamaServer('tiny', alias='tiny', ctx=16384,
+                     extra_args=('--temp', '0', '-n', '16', '--embeddings', '--pooling', 'mean',
+                                 '--ubatch-size', '2048', '--batch-size', '2048')) as server:
+        use_server(prefs, server)
+        prefs['retrieval'] = 'embeddings'
+        w = window(gui, books)
+        w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('book'))
+        turn = ask(w)
+        assert turn is not None and turn.passages and turn.answer and not turn.error
+        assert 'ranked by meaning' not in w.panel.chat.toPlainText()
+        made = w.panel.grounding.source.loaded.meaning
+        assert made is not None and len(made) == len(w.panel.grounding.source.loaded.index.passages)
+        # the same ranking, made here directly
+        book = read_epub(books.db.format_abspath(1, 'EPUB'))
+        index = Index(passages(book))
+        provider = get_provider('openai_compatible')
+        ei = EmbeddingIndex.build(provider, index.passages)
+        expected = excerpt(book, 'book', QUESTION, None, '', prefs['book_text_budget'], index, ei,
+                           embed_question(provider, ei, QUESTION))
+        assert [p.position for p in turn.places] == [p.position for p in expected.places]
+        assert [p.position for p in turn.places] != [p.position for p in excerpt(
+            book, 'book', QUESTION, None, '', prefs['book_text_budget'], index).places]
+        turn = ask(w, 'And PDF?')  # the book's passages were embedded once: now only the question
+        assert turn.passages and w.panel.grounding.source.loaded.meaning is made
+        w.close()
+
+
+def test_ranking_by_meaning_that_fails_falls_back_to_words(qapp, prefs, gui, books):
+    """A server that cannot embed the passages (llama-server's default batch is too small for the tiny
+    model's long passages): said in words, and the passages are ranked by their words."""
+    with LlamaServer('tiny', alias='tiny', ctx=16384,
+                     extra_args=('--temp', '0', '-n', '16', '--embeddings', '--pooling', 'mean')) as server:
+        use_server(prefs, server)
+        prefs['retrieval'] = 'embeddings'
+        w = window(gui, books)
+        w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('book'))
+        turn = ask(w)
+        assert turn.passages and turn.answer and not turn.error
+        assert 'could not be ranked by meaning' in w.panel.chat.toPlainText()
+        assert w.panel.grounding.source.loaded.meaning is None
+        w.close()
