@@ -11,9 +11,13 @@ MARKERS = re.compile(r'\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]|\b[Pp]assages?\s+(\d{1,3
 
 
 def cited_numbers(answer):
-    """The passage numbers answer cites, in order, repeated as often as cited."""
+    """The passage numbers answer cites, each once, in the order they are first cited."""
+    seen = set()
     for m in MARKERS.finditer(answer or ''):
-        yield from (int(n) for n in re.findall(r'\d+', next(g for g in m.groups() if g)))
+        for number in (int(n) for n in re.findall(r'\d+', next(g for g in m.groups() if g))):
+            if number not in seen:
+                seen.add(number)
+                yield number
 
 
 def linked(text, cite):
@@ -38,11 +42,8 @@ class Citation:
 def citations(answer, excerpt):
     """The distinct citations in answer, in the order they first appear."""
     book_length = excerpt.book_length
-    found, seen = [], set()
+    found = []
     for number in cited_numbers(answer):
-        if number in seen:
-            continue
-        seen.add(number)
         if 0 < number <= len(excerpt.passages):
             p = excerpt.passages[number - 1]
             found.append(Citation(number, True, excerpt.chapter_of(number),

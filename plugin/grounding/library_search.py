@@ -354,11 +354,8 @@ def library_block(ex):
 def library_citations(answer, ex):
     """The distinct [n] citations in answer, in the order they first appear, each tied to
     the book and text of passage n; a number that was not sent is flagged (sent=False)."""
-    found, seen = [], set()
+    found = []
     for number in cited_numbers(answer):
-        if number in seen:
-            continue
-        seen.add(number)
         p = ex.passage(number)
         found.append(LibraryCitation(number, False) if p is None else
                      LibraryCitation(number, True, p.book_id, p.title, p.format, p.text))

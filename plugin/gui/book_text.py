@@ -32,25 +32,56 @@ class BookText:
 
 
 class BookSource(QObject):
-    """Base: one book's text, from the cache or read now."""
+    """Base: one book's text, from the cache or read now. A subclass says which file (start()
+    calls read() with its cache key) and how calibre converts it (run_conversion())."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.loaded = None
-        self.busy = False
 
     def load(self, done):
         if self.loaded is not None:
             return done(self.loaded, '')
-        self.busy = True
 
         def finished(text, error):
-            self.busy = False
             self.loaded = text
             done(text, error)
         self.start(finished)
 
     def start(self, finished):
+        raise NotImplementedError
+
+    def read(self, key, finished):
+        """The text of key's file (library id, book id, format, file): from the cache, else read,
+        else converted first."""
+        def found(text, error):
+            if text is None and not error:  # not in the cache, and to be converted first
+                return self.convert(key, finished)
+            finished(text, error)
+        read_in_thread(self, key, found)
+
+    def convert(self, key, finished):
+        """Convert key's file to an EPUB in a work folder with calibre, then read it; the folder goes after."""
+        from calibre_plugins.bookai.grounding.formats import conversion_job, converted_path, job_error
+        path = key[3]
+        folder = tempfile.mkdtemp(prefix='bookai-convert-')
+        dest = converted_path(folder, path)
+        st = os.stat(path)  # a file changed while it is converted is read again next time
+
+        def cleanup():
+            shutil.rmtree(folder, ignore_errors=True)
+
+        def converted(stopped, failed, details):
+            if stopped or failed or not os.path.exists(dest):
+                cleanup()
+                if stopped:
+                    return finished(None, _('Reading the text of {title} was stopped.').format(title=self.title))
+                return finished(None, str(job_error(path, details)))
+            read_in_thread(self, key, finished, dest, st, cleanup)
+        self.run_conversion(*conversion_job(path, dest), converted)
+
+    def run_conversion(self, name, args, done):
+        """Run calibre's conversion function name(*args); then done(stopped, failed, calibre's log)."""
         raise NotImplementedError
 
     def cancel(self):
@@ -121,37 +152,20 @@ class LibraryBook(BookSource):
         if not path or not os.path.exists(path):
             return finished(None, _('The {fmt} file of {title} is missing from the library folder.').format(
                 fmt=fmt, title=self.title))
-        key = (self.db.library_id, self.book_id, fmt, path)
         self.forget_removed_books()
-
-        def found(text, error):
-            if text is None and not error:  # not in the cache, and to be converted first
-                return self.convert(path, fmt, key, finished)
-            finished(text, error)
-        read_in_thread(self, key, found)
+        self.read((self.db.library_id, self.book_id, fmt, path), finished)
 
     def forget_removed_books(self):
         from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
         TextCache(default_folder()).prune(self.db.library_id, self.db.all_book_ids())
 
-    def convert(self, path, fmt, key, finished):
+    def run_conversion(self, name, args, done):
+        """As a calibre job: in the Jobs panel, where it can be stopped too."""
         from calibre.gui2 import Dispatcher
-        from calibre_plugins.bookai.grounding.formats import conversion_job
-        folder = tempfile.mkdtemp(prefix='bookai-convert-')
-        dest = os.path.join(folder, 'book.epub')
-        name, args = conversion_job(path, dest)
-        st = os.stat(path)  # a file changed while it is converted is read again next time
 
         def converted(job):
             self.job = None
-            if job.killed:
-                shutil.rmtree(folder, ignore_errors=True)
-                return finished(None, _('Reading the text of {title} was stopped.').format(title=self.title))
-            if job.failed or not os.path.exists(dest):
-                shutil.rmtree(folder, ignore_errors=True)
-                from calibre_plugins.bookai.grounding.formats import job_error
-                return finished(None, str(job_error(path, job.details)))
-            read_in_thread(self, key, finished, dest, st, cleanup=lambda: shutil.rmtree(folder, ignore_errors=True))
+            done(job.killed, job.failed, job.details)
         self.job = self.gui.job_manager.run_job(
             Dispatcher(converted), name, args=args,
             description=_('Book AI: reading the text of {title}').format(title=self.title))
@@ -219,24 +233,13 @@ class ViewerBook(BookSource):
         if not library_id:  # a book outside the library: kept by its file's name
             import hashlib
             library_id, book_id = 'e-book-viewer', int(hashlib.sha1(self.path.encode('utf-8')).hexdigest()[:12], 16)
-        key = (library_id, book_id, fmt, self.path)
+        self.read((library_id, book_id, fmt, self.path), finished)
 
-        def found(text, error):
-            if text is None and not error:
-                return self.convert(fmt, key, finished)
-            finished(text, error)
-        read_in_thread(self, key, found)
-
-    def convert(self, fmt, key, finished):
-        """calibre's conversion in a worker process of its own (the viewer has no Jobs panel)."""
+    def run_conversion(self, name, args, done):
+        """In a calibre worker process of its own (the viewer has no Jobs panel); Stop aborts it."""
         import threading
         from calibre_plugins.bookai.gui.worker import run_in_thread
-        from calibre_plugins.bookai.grounding.formats import conversion_job
-        folder = tempfile.mkdtemp(prefix='bookai-convert-')
-        dest = os.path.join(folder, 'book.epub')
-        st = os.stat(self.path)
         self.abort = abort = threading.Event()
-        name, args = conversion_job(self.path, dest)
 
         def work():
             from calibre.utils.ipc.simple_worker import fork_job
@@ -245,14 +248,7 @@ class ViewerBook(BookSource):
 
         def converted(result, exc):
             self.abort = None
-            if abort.is_set() or exc is not None or not os.path.exists(dest):
-                shutil.rmtree(folder, ignore_errors=True)
-                if abort.is_set():
-                    return finished(None, _('Reading the text of {title} was stopped.').format(title=self.title))
-                from calibre_plugins.bookai.grounding.formats import job_error
-                details = getattr(exc, 'orig_tb', '') or str(exc or '')
-                return finished(None, str(job_error(self.path, details)))
-            read_in_thread(self, key, finished, dest, st, cleanup=lambda: shutil.rmtree(folder, ignore_errors=True))
+            done(abort.is_set(), exc is not None, getattr(exc, 'orig_tb', '') or str(exc or ''))
         run_in_thread(work, converted, self)
 
     def cancel(self):

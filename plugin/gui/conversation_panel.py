@@ -26,7 +26,7 @@ from qt.core import (
 from calibre_plugins.bookai.conversation.conversation import usage_text
 from calibre_plugins.bookai.core.messages import Answer, Done, Failed, ReasoningDelta, TextDelta
 from calibre_plugins.bookai.gui.chat import ChatView, citing, link, sent_note
-from calibre_plugins.bookai.gui.grounding import scope_label as scope_name
+from calibre_plugins.bookai.gui.grounding import scope_label
 
 load_translations()
 
@@ -247,21 +247,17 @@ class ConversationPanel(QWidget):
         if self.scope == 'metadata':
             return self.send(provider, question, typed)
         scope, source = self.scope, self.grounding.source
-        self.loading = token = object()
-        if source.loaded is None:
-            self.show_notice(_('Reading the text of the book…'))
-        self.update_state()
+        token = self.start_waiting(_('Reading the text of the book…') if source.loaded is None else '')
 
         def loaded(text, error):
-            if self.loading is not token or self.closed:
+            if not self.waiting_for(token):
                 return  # stopped, or the window closed, while the book was read
-            self.loading = None
-            self.update_state()
+            if text is not None and by_meaning(provider, scope):  # still waiting: for the embeddings
+                return self.rank_by_meaning(provider, text, question, token, lambda *meaning: chosen(text, *meaning))
+            self.stop_waiting(token)
             if text is None:
                 self.show_notice(error + ' ' + _('Nothing was sent.'))
                 return self.give_back(typed)
-            if by_meaning(provider, scope):
-                return self.rank_by_meaning(provider, text, question, token, lambda *meaning: chosen(text, *meaning))
             chosen(text)
 
         def chosen(text, embedding_index=None, question_vector=None):
@@ -277,16 +273,34 @@ class ConversationPanel(QWidget):
         source.load(loaded)
         return True
 
+    def start_waiting(self, notice=''):
+        """A question waits for work before it is sent (the book read, passages found): Send
+        becomes Stop until stop_waiting(). Returns the token of this wait."""
+        self.loading = token = object()
+        if notice:
+            self.show_notice(notice)
+        self.update_state()
+        return token
+
+    def waiting_for(self, token):
+        """Whether the work of that wait still matters: not stopped, the window not closed."""
+        return self.loading is token and not self.closed
+
+    def stop_waiting(self, token):
+        """The wait is over; False when its work no longer matters."""
+        if not self.waiting_for(token):
+            return False
+        self.loading = None
+        self.update_state()
+        return True
+
     def rank_by_meaning(self, provider, text, question, token, then):
         """The book's passages and the question embedded by provider (in a thread; the passages
         once a book), then then(embedding_index, question_vector); by words alone if that fails."""
         from calibre_plugins.bookai.core.transport import CancelToken
         from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
         from calibre_plugins.bookai.gui.worker import run_in_thread
-        self.loading = token
-        self.update_state()
-        cancel = CancelToken()
-        self.loading_cancel = cancel
+        self.loading_cancel = cancel = CancelToken()
         kept = getattr(text, 'meaning', None)
 
         def work():
@@ -295,10 +309,9 @@ class ConversationPanel(QWidget):
             return ei, embed_question(provider, ei, question, cancel)
 
         def done(result, exc):
-            if self.loading is not token or self.closed:
+            if not self.stop_waiting(token):
                 return
-            self.loading = self.loading_cancel = None
-            self.update_state()
+            self.loading_cancel = None
             if exc is not None:
                 self.show_notice(_('Passages could not be ranked by meaning ({error}); they are ranked by their '
                                    'words.').format(error=exc))
@@ -315,7 +328,7 @@ class ConversationPanel(QWidget):
         if position is None and scope in ('chapter', 'position'):
             self.show_notice(_('Book AI does not know where you are in this book, so it cannot keep to what you '
                                'have read. Open the book in calibre\'s E-book viewer: your place is saved when you '
-                               'close it. Or choose "{scope}". Nothing was sent.').format(scope=scope_name('book')))
+                               'close it. Or choose "{scope}". Nothing was sent.').format(scope=scope_label('book')))
             return None
         selection = self.grounding.selection() if self.grounding.selection else ''
         return excerpt(text.book, scope, question, position, selection, plugin_prefs()['book_text_budget'],

@@ -28,15 +28,11 @@ class LibraryPanel(ConversationPanel):
         from calibre_plugins.bookai.grounding.library_search import library_excerpt
         from calibre_plugins.bookai.gui.worker import run_in_thread
         db, book_ids = self.window.library.db, self.window.searched_ids()
-        self.loading = token = object()
-        self.show_notice(_('Searching the full text of your books…'))
-        self.update_state()
+        token = self.start_waiting(_('Searching the full text of your books…'))
 
         def found(ex, exc):
-            if self.loading is not token or self.closed:
+            if not self.stop_waiting(token):
                 return
-            self.loading = None
-            self.update_state()
             if exc is not None or not ex.passages:
                 self.show_notice((str(exc) if exc is not None else _(
                     'Nothing in the full-text index of your books matches the question.')) + ' ' + _(
