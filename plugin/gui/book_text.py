@@ -222,7 +222,8 @@ class ViewerBook(BookSource):
 
     def go_to(self, place):
         """Show a passage cited: at its CFI in an EPUB, else at its fraction of the book."""
-        if place.cfi and self.loaded is not None and self.loaded.fmt in ('EPUB', 'KEPUB'):
+        from calibre_plugins.bookai.grounding.formats import READ_DIRECTLY
+        if place.cfi and self.loaded is not None and self.loaded.fmt in READ_DIRECTLY:
             self.viewer.web_view.goto_cfi(place.cfi, True)
         else:
             self.viewer.web_view.goto_frac(place.position)

@@ -120,6 +120,9 @@ class ScopeRow(QWidget):
             text = _('Only the book\'s details are sent.')
         elif provider is not None and provider.is_local:
             text = _('Local: the book\'s text stays on this computer.')
+        elif provider is not None and not needs_consent(self.grounding.key, provider):
+            text = _('Passages go to {provider} without asking: you said so for this book.').format(
+                provider=provider.display_name)
         else:
             text = _('You see the passages before they are sent.')
         self.note.setText(text)

@@ -65,15 +65,16 @@ class DiscussionWindow(QDialog):
 
     def open_in_viewer(self, place):
         """Open the book in the E-book viewer at a passage cited."""
+        from calibre_plugins.bookai.grounding.formats import READ_DIRECTLY
         text = self.panel.grounding.source.loaded
         book_id = self.conv.books[0].book_id
         fmt = text.fmt if text is not None else None
         if fmt is None:
-            fmt = next((f for f in ('EPUB', 'KEPUB') if self.library.db.has_format(book_id, f)), None)
+            fmt = next((f for f in READ_DIRECTLY if self.library.db.has_format(book_id, f)), None)
         if fmt is None:
             return
         # a CFI where the text was the book's own EPUB; else where the viewer puts that fraction of the book
-        open_at = place.cfi if place.cfi and fmt in ('EPUB', 'KEPUB') else f'{place.position:.4f}'
+        open_at = place.cfi if place.cfi and fmt in READ_DIRECTLY else f'{place.position:.4f}'
         self.gui.iactions['View'].view_format_by_id(book_id, fmt, open_at=open_at)
 
     @property

@@ -236,6 +236,7 @@ def test_consent_before_book_text_goes_to_an_online_provider(qapp, prefs, gui, b
         assert prefs['book_text_consent'] == [f'{books.library_id}:1|openrouter']
         turn = ask(w, 'And PDF?')  # not asked again for this book and provider
         assert len(seen) == 2 and turn.question == 'And PDF?' and turn.passages
+        assert 'without asking' in w.panel.scope_row.note.text()
         w.close()
     finally:
         secret_store().set('openrouter', 'api_key', '')
