@@ -45,7 +45,10 @@ IN_ROOT_PEERS = '/peers'
 
 # What every host needs for the test suite. Changing this list makes `setup`
 # install the difference into existing roots, it does not rebuild them.
-PACKAGES = ('calibre', 'python3-pytest', 'fonts-dejavu-core', 'gettext', 'nodejs')
+PACKAGES = ('calibre', 'python3-pytest', 'fonts-dejavu-core', 'gettext', 'nodejs',
+            # the Secret Service the key tests store into (gnome-keyring under dbus-run-session), the
+            # D-Bus client calibre itself uses (jeepney), and hypothesis for fuzzing the decoders
+            'gnome-keyring', 'dbus-daemon', 'python3-jeepney', 'python3-hypothesis')
 
 HOSTS = {
     'bookworm': {'calibre': '6.13', 'suite': None},

@@ -175,7 +175,12 @@ def cmd_configure(args, stdin, stdout):
     providers[p.name] = dict(providers.get(p.name, {}), **values)
     prefs['providers'] = providers
     if key is not None:
-        p.secrets.set(p.name, 'api_key', key)
+        from calibre_plugins.bookai.settings.keyring import StoreError
+        try:
+            p.secrets.set(p.name, 'api_key', key)
+        except StoreError:
+            raise Exit(NOT_CONFIGURED, _("Your system's keyring did not keep the key for {provider}. Unlock the "
+                                         'keyring, then type the key again.').format(provider=p.display_name)) from None
     if args.use or not prefs['provider']:
         prefs['provider'] = p.name
     configured = provider_named(p.name)

@@ -83,7 +83,9 @@ def test_compiled_translations_match_gnu_msgfmt(po, plugin_zip, tmp_path):
     subprocess.run([msgfmt, '--check', '-o', str(tmp_path / 'gnu.mo'), str(po)], check=True)
     assert ours == catalog((tmp_path / 'gnu.mo').read_bytes())
     entries = [e for e in build_py.parse_po(po.read_text(encoding='utf-8')) if e['msgid']]
-    assert entries and all(ours[e['msgid']] == e['msgstr'][0] for e in entries)
+    assert entries and all(ours[e['msgid']] == e['msgstr'][0] for e in entries if 'msgid_plural' not in e)
+    plurals = [e for e in entries if 'msgid_plural' in e]
+    assert plurals and all(ours[(e['msgid'], i)] == form for e in plurals for i, form in enumerate(e['msgstr']))
 
 
 def test_template_is_current(tmp_path):

@@ -161,8 +161,8 @@ class Conversation:
     def from_dict(cls, d):
         """Raises ValueError for something that is not a saved conversation."""
         try:
-            conv = cls([book_from_dict(b) for b in d['books']], d.get('library_id', ''), d.get('provider', ''),
-                       d.get('model', ''), d.get('language', ''), str(d['id']), float(d.get('created') or 0),
+            conv = cls([book_from_dict(b) for b in d['books']], *(text_field(d, k) for k in (
+                       'library_id', 'provider', 'model', 'language')), str(d['id']), float(d.get('created') or 0),
                        str(d.get('selection') or ''))
             conv.turns = [turn_from_dict(t) for t in d.get('turns', ())]
         except (KeyError, TypeError, AttributeError, ValueError) as e:
@@ -206,14 +206,31 @@ def turn_from_dict(d):
     usage = None
     if u is not None:
         c = u.get('cost')
-        usage = Usage(u.get('input_tokens'), u.get('output_tokens'), u.get('reasoning_tokens'),
-                      u.get('cached_tokens'), None if c is None else Cost(
+        usage = Usage(*(count_field(u, k) for k in ('input_tokens', 'output_tokens', 'reasoning_tokens',
+                                                     'cached_tokens')), None if c is None else Cost(
                           float(c['amount']), c.get('currency', 'USD'), c.get('source', 'reported'),
                           c.get('price_date', '')))
-    return Turn(str(d['question']), d.get('answer', ''), d.get('reasoning', ''), d.get('model', ''), usage,
-                d.get('error', ''), d.get('finish_reason', ''), float(d.get('asked') or 0),
+    answer, reasoning, model, error, finish_reason = (text_field(d, k) for k in (
+        'answer', 'reasoning', 'model', 'error', 'finish_reason'))
+    return Turn(str(d['question']), answer, reasoning, model, usage, error, finish_reason, float(d.get('asked') or 0),
                 passages=str(d.get('passages') or ''), spoiler_safe=bool(d.get('spoiler_safe')),
                 places=tuple(place_from_list(p) for p in d.get('places') or ()))
+
+
+def text_field(d, key):
+    """d[key] ('' when missing), which must be text: in a saved file, anything else is damage."""
+    value = d.get(key, '')
+    if not isinstance(value, str):
+        raise TypeError(f'{key} is a {type(value).__name__}, not text')
+    return value
+
+
+def count_field(d, key):
+    """d[key], a count of tokens: a whole number or None."""
+    value = d.get(key)
+    if value is not None and type(value) is not int:
+        raise TypeError(f'{key} is a {type(value).__name__}, not a count')
+    return value
 
 
 def place_from_list(p):

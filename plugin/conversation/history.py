@@ -52,16 +52,13 @@ class History:
         """The conversation, or None if it is gone. Raises ValueError (and sets the file aside) if damaged."""
         path = self.path(library_id, conversation_id)
         try:
-            with open(path, encoding='utf-8') as f:
-                raw = f.read()
+            return read(path)
         except FileNotFoundError:
             return None
-        try:
-            return Conversation.from_dict(json.loads(raw))
         except ValueError:
-            self.set_aside(path)
+            kept = self.set_aside(path)
             raise ValueError(_('The saved conversation in {path} could not be read. It was kept as {kept}.').format(
-                path=path, kept=path + '.damaged')) from None
+                path=path, kept=kept)) from None
 
     def delete(self, library_id, conversation_id):
         try:
@@ -82,8 +79,7 @@ class History:
                 continue
             path = os.path.join(folder, name)
             try:
-                with open(path, encoding='utf-8') as f:
-                    conv = Conversation.from_dict(json.load(f))
+                conv = read(path)
             except OSError:
                 continue
             except ValueError:
@@ -96,11 +92,25 @@ class History:
         return found
 
     def set_aside(self, path):
+        """Rename a damaged file out of the way, never over one set aside before; returns where it is."""
+        kept, n = path + '.damaged', 1
+        while os.path.exists(kept):
+            n += 1
+            kept = f'{path}.{n}.damaged'
         try:
-            os.replace(path, path + '.damaged')
+            os.rename(path, kept)
         except OSError:
-            pass
-        self.damaged.append(path + '.damaged')
+            kept = path
+        self.damaged.append(kept)
+        return kept
+
+
+def read(path):
+    """The conversation saved in the file at path. Raises ValueError for anything but a saved
+    conversation (bytes that are not UTF-8 text included), OSError if it cannot be read."""
+    with open(path, 'rb') as f:
+        raw = f.read()
+    return Conversation.from_dict(json.loads(raw.decode('utf-8')))
 
 
 def safe_name(text):

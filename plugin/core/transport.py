@@ -465,6 +465,11 @@ def proxy_auth(proxy):
     return {'Proxy-Authorization': 'Basic ' + base64.b64encode(creds).decode('ascii')}
 
 
+def plural_count(seconds):
+    """The number a plural form is chosen by: 1 only for exactly one second (1.5 seconds are plural)."""
+    return 1 if seconds == 1 else 2
+
+
 def network_error(e, provider, route, timeouts, secrets, connected):
     reason = redact(str(e) or type(e).__name__, secrets)
     url = redact(route.shown_url, secrets)
@@ -473,10 +478,15 @@ def network_error(e, provider, route, timeouts, secrets, connected):
                           details=reason)
     if isinstance(e, (socket.timeout, TimeoutError)):
         if connected:
-            return TimedOut(_('{provider} at {url} did not answer for {seconds:g} seconds. A slow or busy server '
-                              'may need a longer timeout in the settings.').format(
+            return TimedOut(ngettext(
+                '{provider} at {url} did not answer for {seconds:g} second. A slow or busy server '
+                'may need a longer timeout in the settings.',
+                '{provider} at {url} did not answer for {seconds:g} seconds. A slow or busy server '
+                'may need a longer timeout in the settings.', plural_count(timeouts.read)).format(
                 provider=provider, url=url, seconds=timeouts.read), details=reason)
-        return TimedOut(_('Could not connect to {provider} at {url} within {seconds:g} seconds.').format(
+        return TimedOut(ngettext('Could not connect to {provider} at {url} within {seconds:g} second.',
+                                 'Could not connect to {provider} at {url} within {seconds:g} seconds.',
+                                 plural_count(timeouts.connect)).format(
             provider=provider, url=url, seconds=timeouts.connect), details=reason)
     if isinstance(e, (http.client.HTTPException, ConnectionResetError, BrokenPipeError)) and connected:
         return ConnectionLost(_('The connection to {provider} at {url} was lost: {reason}').format(
@@ -553,8 +563,11 @@ class Response:
 
     def _lost(self, e):
         if isinstance(e, (socket.timeout, TimeoutError)):
-            return TimedOut(_('{provider} sent nothing for {seconds:g} seconds, so the answer was stopped. A slow '
-                              'server may need a longer timeout in the settings.').format(
+            return TimedOut(ngettext(
+                '{provider} sent nothing for {seconds:g} second, so the answer was stopped. A slow '
+                'server may need a longer timeout in the settings.',
+                '{provider} sent nothing for {seconds:g} seconds, so the answer was stopped. A slow '
+                'server may need a longer timeout in the settings.', plural_count(self.timeouts.read)).format(
                 provider=self.provider, seconds=self.timeouts.read))
         return ConnectionLost(_('The connection to {provider} was lost before the answer was complete.').format(
             provider=self.provider), details=redact(str(e) or type(e).__name__, self.secrets))

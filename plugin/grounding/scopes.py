@@ -133,14 +133,25 @@ def passages_block(ex):
                           for p in ex.passages)
 
 
+# The control tokens of chat templates (<|im_start|>, <|eot_id|>, <s>, [INST], <start_of_turn>...):
+# a server such as llama-server reads them as the real thing even inside a message, so a book
+# that spells one out would start a message of its own. A space inside makes them plain text.
+CONTROL_TOKEN = re.compile(r'<(\|[^<>|\n]{0,40}\||/?(?:s|start_of_turn|end_of_turn))>|\[(/?INST)\]')
+
+
+def defused(text):
+    """The book's text as data: it cannot close the block early nor spell out a control token."""
+    text = CONTROL_TOKEN.sub(lambda m: f'< {m.group(1)} >' if m.group(1) else f'[ {m.group(2)} ]', text)
+    return text.replace(CLOSE[:-1], '</ ' + CLOSE[2:-1])
+
+
 def numbered_block(items):
     """(label, text) pairs as the numbered, delimited block sent; the label says where a passage is from."""
     parts = []
     for n, (label, text) in enumerate(items, 1):
-        label = ' '.join(label.split())
-        # one line a paragraph, no blank line inside, and the book's text cannot close the block early
-        text = '\n'.join(' '.join(line.split()) for line in text.splitlines() if line.strip())
-        text = text.replace(CLOSE[:-1], '</ ' + CLOSE[2:-1])
+        label = defused(' '.join(label.split()))
+        # one line a paragraph: no blank line inside, which is what separates passages
+        text = defused('\n'.join(' '.join(line.split()) for line in text.splitlines() if line.strip()))
         parts.append(f'[{n}] ({label})\n{text}')
     return f'{OPEN}\n' + '\n\n'.join(parts) + f'\n{CLOSE}' if parts else ''
 

@@ -364,9 +364,9 @@ class ConversationPanel(QWidget):
         self.update_state()
         return True
 
-    def on_chunk(self, chunk):
-        if self.closed or self.answer is None:
-            return  # closed, or a new conversation started: this answer is no longer shown
+    def on_chunk(self, chunk, cancel):
+        if self.closed or cancel is not self.cancel:
+            return  # closed, or an answer stopped by a new conversation: it is no longer shown
         self.answer.add(chunk)
         if isinstance(chunk, TextDelta):
             self.chat.add_text(chunk.text)

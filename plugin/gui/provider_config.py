@@ -73,6 +73,10 @@ class ProviderConfigWidget(QWidget):
             if option.help:
                 editor.setToolTip(option.help)
             form.addRow(label, editor)
+            if option.kind == 'secret':
+                self.key_place = QLabel(p.secrets.where(), self)
+                self.key_place.setWordWrap(True)
+                form.addRow('', self.key_place)
         for option in p.all_options():
             if option.fills and option.fills in self.editors:
                 self.connect_filler(option)
@@ -201,7 +205,21 @@ class ProviderConfigWidget(QWidget):
         providers[self.provider.name] = values
         prefs['providers'] = providers
         if key:
-            self.provider.secrets.set(self.provider.name, 'api_key', key)
+            from calibre_plugins.bookai.settings.keyring import StoreError
+            try:
+                self.provider.secrets.set(self.provider.name, 'api_key', key)
+            except StoreError as e:
+                from calibre.gui2 import error_dialog
+                error_dialog(self, _('The key was not saved'), _(
+                    'Your system\'s keyring did not keep the key for {provider}. Unlock the keyring, '
+                    'then type the key again.').format(provider=self.provider.display_name),
+                    det_msg=str(e), show=True)
+
+    def key_forgotten(self):
+        """The keys were deleted ("Forget everything"): no stored key to fall back on any more."""
+        self.provider = type(self.provider)()
+        if 'api_key' in self.editors:
+            self.editors['api_key'].setPlaceholderText(_('Paste your key here'))
 
     def show_status(self, text, ok=None):
         color = {True: 'green', False: 'red'}.get(ok)

@@ -12,9 +12,9 @@ import re
 
 from qt.core import (
     QAbstractItemView, QCheckBox, QColor, QComboBox, QDialog, QDialogButtonBox, QFont, QFormLayout, QFrame,
-    QHBoxLayout, QIcon, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPainter, QPainterPath, QPalette, QPen,
-    QPixmap, QPlainTextEdit, QPointF, QPushButton, QRectF, QScrollArea, QSize, QSpinBox, QStackedWidget, Qt,
-    QTabWidget, QVBoxLayout, QWidget,
+    QHBoxLayout, QIcon, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMessageBox, QPainter, QPainterPath,
+    QPalette, QPen, QPixmap, QPlainTextEdit, QPointF, QPushButton, QRectF, QScrollArea, QSize, QSpinBox,
+    QStackedWidget, Qt, QTabWidget, QVBoxLayout, QWidget,
 )
 
 load_translations()
@@ -356,10 +356,9 @@ class SettingsWidget(QWidget):
         row = QHBoxLayout()
         self.provider_box = QComboBox(tab)
         self.provider_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        for name, p in self.providers.items():
-            self.provider_box.addItem(self.provider_text(p), name)
-            self.provider_box.setItemData(self.provider_box.count() - 1, p.missing_setup() or _('Ready to use'),
-                                          Qt.ItemDataRole.ToolTipRole)
+        for name in self.providers:
+            self.provider_box.addItem('', name)
+        self.show_provider_states()
         label = QLabel(_('&Answers come from:'), tab)
         label.setBuddy(self.provider_box)
         row.addWidget(label)
@@ -381,6 +380,11 @@ class SettingsWidget(QWidget):
         self.provider_box.setCurrentIndex(max(0, index))
         self.show_provider()
         return tab
+
+    def show_provider_states(self):
+        for i, p in enumerate(self.providers.values()):
+            self.provider_box.setItemText(i, self.provider_text(p))
+            self.provider_box.setItemData(i, p.missing_setup() or _('Ready to use'), Qt.ItemDataRole.ToolTipRole)
 
     def provider_text(self, p):
         text = p.display_name
@@ -594,7 +598,52 @@ class SettingsWidget(QWidget):
             'book goes to the provider to be embedded.'))
         form.addRow(self.meaning_box)
         layout.addLayout(form)
+        row = QHBoxLayout()
+        self.forget_button = QPushButton(_('&Forget everything...'), tab)
+        self.forget_button.setToolTip(_('Delete the API keys, the saved conversations, the cached text of '
+                                        'books and the choices made for each book'))
+        self.forget_button.clicked.connect(self.forget_everything)
+        row.addWidget(self.forget_button)
+        self.forgotten = wrapped_label('', tab)
+        row.addWidget(self.forgotten, 1)
+        layout.addLayout(row)
         return tab
+
+    def forget_everything(self):
+        box = QMessageBox(QMessageBox.Icon.Warning, _('Forget everything'), _(
+            'Delete everything Book AI keeps about you, now and for good?'), QMessageBox.StandardButton.Cancel, self)
+        box.setInformativeText('\n'.join((
+            _('These are deleted:'),
+            '\u2022 ' + _('the API keys of every provider, from your system\'s keyring and from calibre\'s '
+                           'configuration folder'),
+            '\u2022 ' + _('your saved conversations, in every library'),
+            '\u2022 ' + _('the text of books kept to answer questions faster (read again when needed)'),
+            '\u2022 ' + _('the choices made for each book: how much of its text is sent, and "don\'t ask again"'),
+            '',
+            _('Your books, their notes, columns and highlights are not touched, nor are the other settings.'))))
+        forget = box.addButton(_('&Forget everything'), QMessageBox.ButtonRole.DestructiveRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        self.forget_confirmation = box  # for the tests
+        box.exec()
+        if box.clickedButton() is not forget:
+            return
+        from calibre_plugins.bookai.settings.forget import forget_everything
+        try:
+            done = forget_everything()
+        except Exception as e:
+            from calibre.gui2 import error_dialog
+            return error_dialog(self, _('Not everything was forgotten'), str(e), show=True)
+        finally:  # the providers shown read their keys again
+            from calibre_plugins.bookai.providers.registry import get_provider
+            self.providers = {name: get_provider(name) for name in self.providers}
+            for w in self.config_widgets.values():
+                w.key_forgotten()
+            self.show_provider_states()
+            self.show_provider()
+        self.forgotten.setText(_(
+            'Forgotten. API keys: {keys}; conversations: {conversations}; cached book texts: {books}; '
+            'choices made for books: {choices}.').format(
+                keys=done.keys, conversations=done.conversations, books=done.cached_books, choices=done.book_choices))
 
     def form_label(self, text, buddy, parent):
         label = QLabel(text, parent)

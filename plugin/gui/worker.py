@@ -43,14 +43,15 @@ class StreamRelay(QObject):
     window closed mid-answer; the window's slots are disconnected with the window,
     and the relay deletes itself when the stream has ended."""
 
-    chunk = pyqtSignal(object)
+    chunk = pyqtSignal(object, object)  # the chunk, and the CancelToken of the request it belongs to
     ended = pyqtSignal()
 
 
 def stream_in_thread(provider, messages, on_chunk, use_model='', cancel=None):
-    """Read provider.text_chat(messages) in a thread; on_chunk(chunk) is called on the
+    """Read provider.text_chat(messages) in a thread; on_chunk(chunk, cancel) is called on the
     GUI thread for each chunk (the last one is a Done or a Failed). The CancelToken
-    given (or made) stops it: the stream then ends with a cancelled Done."""
+    given (or made) stops it: the stream then ends with a cancelled Done. Chunks already
+    on their way still arrive after Stop: the token tells which request they are of."""
     from qt.core import QApplication
     from calibre_plugins.bookai.core.transport import CancelToken
     cancel = cancel or CancelToken()
@@ -61,7 +62,7 @@ def stream_in_thread(provider, messages, on_chunk, use_model='', cancel=None):
     def target():
         try:  # text_chat never raises: errors arrive as a Failed chunk
             for chunk in provider.text_chat(messages, use_model=use_model, cancel=cancel):
-                relay.chunk.emit(chunk)
+                relay.chunk.emit(chunk, cancel)
             relay.ended.emit()
         except RuntimeError:  # the application is gone (calibre quit mid-answer)
             cancel.cancel()

@@ -34,6 +34,7 @@ class BookAIAction(InterfaceAction):
 
     def genesis(self):
         self.windows = []
+        self.left_behind = 0  # windows closed by a library switch, for a message once it is done
         self.qaction.setIcon(plugin_icon('bookai'))
         self.qaction.triggered.connect(self.discuss)
         self.menu = m = QMenu(self.gui)
@@ -146,11 +147,15 @@ class BookAIAction(InterfaceAction):
         else:
             from calibre_plugins.bookai.library.ask_library import LibraryQuestionWindow
             w = LibraryQuestionWindow(library, conversation, self.gui.library_view.get_selected_ids(), self.gui)
-        self.windows.append(w)
-        w.destroyed.connect(lambda obj=None, w=w: self.windows.remove(w) if w in self.windows else None)
+        self.keep_window(w)
         w.show()
         w.raise_()
         return w
+
+    def keep_window(self, w):
+        """Our windows, each of one library: they close when calibre switches library or quits."""
+        self.windows.append(w)
+        w.destroyed.connect(lambda obj=None, w=w: self.windows.remove(w) if w in self.windows else None)
 
     def refresh_books(self, ids):
         view = self.gui.library_view
@@ -162,19 +167,34 @@ class BookAIAction(InterfaceAction):
         ids = self.gui.library_view.get_selected_ids()
         w = HistoryWindow(library, lambda conv: self.open_window(library, conv), ids, self.gui)
         w.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.keep_window(w)
         w.show()  # not modal: the conversations it opens can be used while it stays open
 
     def show_settings(self):
         from calibre_plugins.bookai.gui.settings import show_settings
         show_settings(self.gui, self.gui.current_db.new_api)
 
-    def library_changed(self, db):
-        """Windows about another library's books close (their conversations are in the History)."""
+    def library_about_to_change(self, olddb, db):
+        """Windows of the library being left close while it is still open: an answer that is
+        streaming stops, and what came of it is kept in that library's History. Nothing of
+        theirs (Save to book, a citation opened) can then reach the other library's books."""
+        self.left_behind = 0
         for w in list(self.windows):
             if w.library.library_id != db.library_id:
                 w.close()
+                self.left_behind += 1
+
+    def library_changed(self, db):
+        # said after calibre has cleared its status bar for the new library
+        if self.left_behind:
+            self.gui.status_bar.show_message(_(
+                'Book AI: the conversations of the previous library were closed. What was answered is kept in '
+                'that library\'s History.'), 10000, show_notification=False)
+        self.left_behind = 0
 
     def shutting_down(self):
+        """An answer that is streaming stops (its thread is told to, and is not waited for) and what
+        came of it is kept in the History."""
         for w in list(self.windows):
             w.close()
         return True

@@ -116,7 +116,8 @@ class LibraryQuestionWindow(QDialog):
 
     def closeEvent(self, ev):
         self.panel.closing()
-        super().closeEvent(ev)
+        super().closeEvent(ev)  # QDialog's rejects a visible dialog, and so hides it
 
-    def reject(self):
-        self.close()
+    def reject(self):  # Esc, and QDialog's closeEvent: the same stop, then hidden (not self.close(): re-entrant)
+        self.panel.closing()
+        super().reject()

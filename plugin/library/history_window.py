@@ -96,8 +96,9 @@ class HistoryWindow(QDialog):
         try:
             conv = self.library.history.load(self.library.library_id, ids[0])
         except ValueError as e:
+            self.refresh()  # the file is set aside: off the list; then the why, which refresh() would clear
             self.notice.setText(str(e))
-            return self.refresh()
+            return
         if conv is not None:
             self.open_conversation(conv)
 

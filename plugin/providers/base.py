@@ -158,6 +158,22 @@ class StreamState:
     reasoning_details: list = field(default_factory=list)
     finished: bool = False      # the service said the answer is complete
 
+    def checked(self):
+        """Drop what a broken stream put here with the wrong type: a count that is not a
+        whole number, a model that is not a name, a link that is not text."""
+        if not isinstance(self.model, str):
+            self.model = ''
+        if not isinstance(self.response_id, str):
+            self.response_id = ''
+        if not isinstance(self.finish_reason, str):
+            self.finish_reason = 'stop'
+        u = self.usage
+        counts = [n if type(n) is int else None for n in (u.input_tokens, u.output_tokens, u.reasoning_tokens,
+                                                           u.cached_tokens)]
+        cost = u.cost if u.cost is None or isinstance(u.cost.amount, float) else None
+        self.usage = Usage(*counts, cost)
+        self.web_links = [w for w in self.web_links if isinstance(w.url, str) and isinstance(w.title, str)]
+
 
 class AIProviderPlugin:
 
@@ -378,7 +394,7 @@ class AIProviderPlugin:
             state.model = model
             response = self.open(self.chat_request(list(messages), model, max_tokens), model, cancel)
             try:
-                yield from self.read_stream(self.events(response), state)
+                yield from self.answer_chunks(self.events(response), state)
                 response.finish()  # read the stream's end, so that the connection can be kept
             finally:
                 response.close()  # unless finish() kept it
@@ -448,14 +464,32 @@ class AIProviderPlugin:
             raise ProtocolError(_('{provider} sent something that is not a valid answer stream.').format(
                 provider=self.display_name), details=self.scrub(first_bytes.decode('utf-8', 'replace')))
 
+    def answer_chunks(self, events, state):
+        """read_stream(), for a service that may send JSON of any shape: each provider reads
+        the shape its format documents, and anything else is the service breaking the format,
+        told as such (a ProtocolError), not as a bug of ours."""
+        try:
+            for chunk in self.read_stream(events, state):
+                if not isinstance(chunk.text, str):
+                    raise TypeError(f'{type(chunk.text).__name__} where text was expected')
+                yield chunk
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
+            raise ProtocolError(_('{provider} sent something that is not a valid answer stream.').format(
+                provider=self.display_name), details=self.scrub(f'{type(e).__name__}: {e}')) from None
+        finally:
+            state.checked()
+
     @staticmethod
     def json_of(event, provider):
-        """The JSON payload of an SSE event."""
+        """The JSON object an SSE event carries."""
         try:
-            return json.loads(event.data)
+            data = json.loads(event.data)
         except ValueError:
+            data = None
+        if not isinstance(data, dict):
             raise ProtocolError(_('{provider} sent something that is not a valid answer stream.').format(
-                provider=provider), details=event.data[:500]) from None
+                provider=provider), details=event.data[:500])
+        return data
 
     def costed(self, state):
         u = state.usage

@@ -1,40 +1,133 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""API keys, kept apart from the other settings.
+"""API keys, kept apart from the other settings: in the operating system's own store
+(settings/keyring) where it has one, else in <calibre config>/plugins/bookai-secrets.json,
+owner-only (0600), so that the settings file can be shown or shared without a key in it.
 
-For now they live in <calibre config>/plugins/bookai-secrets.json, owner-only
-(0600), so that the settings file can be shown or shared without a key in it.
+The store is chosen once per process, when a key is first read or written: importing
+this opens nothing. Keys that earlier versions kept in the file move to the system's
+store then, and leave the file only once read back from it.
 """
 
+import threading
+
 from calibre_plugins.bookai.settings.prefs import private_config
+
+load_translations()
+
+FILE = 'plugins/bookai-secrets'
 
 
 class SecretStore:
 
-    def __init__(self):
+    def __init__(self, file=FILE, open_system_store=None):
+        """file: the fallback file, relative to calibre's config folder; open_system_store:
+        gives the system's store or raises keyring.Unavailable (default: the real one)."""
+        self._file, self._open_system_store = file, open_system_store
         self._config = None
+        self._system = self._unchosen = object()
+        self._lock = threading.RLock()  # keys are read from worker threads too
 
     @property
     def config(self):
+        """The fallback file."""
         if self._config is None:
-            self._config = private_config('plugins/bookai-secrets')
+            self._config = private_config(self._file)
         return self._config
+
+    @property
+    def system(self):
+        """The system's store, or None when it has none Book AI can use."""
+        with self._lock:
+            if self._system is self._unchosen:
+                from calibre_plugins.bookai.settings.keyring import Unavailable, open_system_store
+                try:
+                    self._system = (self._open_system_store or open_system_store)()
+                except Unavailable:
+                    self._system = None
+                if self._system is not None:
+                    self.move_old_keys()
+            return self._system
 
     @staticmethod
     def key(provider, name):
         return f'{provider}/{name}'
 
+    def move_old_keys(self):
+        """Into the system's store, the keys the file holds; a key leaves the file only once
+        it reads back from there, so nothing is lost when the store fails."""
+        from calibre_plugins.bookai.settings.keyring import StoreError
+        moved = []
+        for key, value in list(self.config.items()):
+            provider, _sep, name = key.partition('/')
+            try:
+                if value:
+                    self._system.set(provider, name, value)
+                    if self._system.get(provider, name) != value:
+                        continue
+            except StoreError:
+                continue
+            moved.append(key)
+        for key in moved:
+            self.config.pop(key, None)
+        if moved:
+            self.config.commit()
+
     def get(self, provider, name):
-        return self.config.get(self.key(provider, name)) or ''
+        from calibre_plugins.bookai.settings.keyring import StoreError
+        with self._lock:
+            value = ''
+            if self.system is not None:
+                try:
+                    value = self.system.get(provider, name)
+                except StoreError:
+                    pass  # locked again, and the user said no: as if there were no key
+            return value or self.config.get(self.key(provider, name)) or ''
 
     def set(self, provider, name, value):
-        if value:
-            self.config[self.key(provider, name)] = value
-        else:
-            self.delete(provider, name)
+        """Raises keyring.StoreError when the system's store fails: the key is not kept then."""
+        if not value:
+            return self.delete(provider, name)
+        with self._lock:
+            system = self.system
+            if system is None:
+                self.config[self.key(provider, name)] = value
+                return
+            from calibre_plugins.bookai.settings.keyring import StoreError
+            system.set(provider, name, value)
+            if system.get(provider, name) != value:
+                raise StoreError(f'{system.label}: the key did not read back')
+            self.forget_in_file(self.key(provider, name))
 
     def delete(self, provider, name):
-        self.config.pop(self.key(provider, name), None)
-        self.config.commit()
+        with self._lock:
+            if self.system is not None:
+                self.system.delete(provider, name)
+            self.forget_in_file(self.key(provider, name))
+
+    def forget_in_file(self, key):
+        if key in self.config:
+            self.config.pop(key)
+            self.config.commit()
+
+    def delete_all(self, names=()):
+        """Every key of Book AI's: in the system's store (those of the (provider, name) pairs
+        given, where the store cannot be searched) and in the file. The number deleted."""
+        with self._lock:
+            in_file = [key for key, value in self.config.items() if value]
+            count = len(in_file)
+            if self.system is not None:
+                count += self.system.delete_all(names)
+            if self.config:
+                self.config.clear()
+                self.config.commit()
+            return count
+
+    def where(self):
+        """Where the keys are kept, in a sentence for the settings."""
+        if self.system is not None:
+            return _('Kept in your system\'s keyring ({store}).').format(store=self.system.label)
+        return _('Kept in calibre\'s configuration folder, readable only by you: this system has no '
+                 'keyring Book AI can use.')
 
 
 _store = None

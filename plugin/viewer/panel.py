@@ -18,7 +18,7 @@ appended to, never replaced.
 
 from html import escape
 
-from qt.core import QGridLayout, QLabel, QPushButton, Qt, QVBoxLayout, QWidget
+from qt.core import QApplication, QGridLayout, QLabel, QPushButton, Qt, QVBoxLayout, QWidget
 
 from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel
 
@@ -53,6 +53,8 @@ class AskPanel(QWidget):
             settings=self.show_settings, placeholder=_('Ask about the selection or the book (Enter sends)'),
             intro=self.intro, prepare=self.prepare, grounding=self.grounding(), parent=self)
         self.panel.state_changed.connect(self.streaming_changed)
+        # the viewer closed mid-answer: the answer stops and what came is kept in the History
+        QApplication.instance().aboutToQuit.connect(self.panel.closing)
         layout.addWidget(self.panel, 1)
         self.fill_quick_actions()
         self.panel.show_conversation()
@@ -93,6 +95,7 @@ class AskPanel(QWidget):
         if not self.panel.conv.turns and not self.panel.streaming:
             self.panel.set_conversation(self.new_conversation(text))
         self.show_selection()
+        self.streaming_changed(self.panel.streaming)  # the quick actions, now that there is text for them
 
     def new_conversation(self, selection):
         from calibre_plugins.bookai.conversation.books import answer_language

@@ -10,6 +10,9 @@ class NoSecrets:
     def get(self, provider, name):
         return ''
 
+    def where(self):
+        return 'Kept nowhere: a test.'
+
 
 @pytest.mark.parametrize('name', list(PROVIDERS))
 def test_config_widget_renders(name, qapp, artifacts):
@@ -23,6 +26,8 @@ def test_config_widget_renders(name, qapp, artifacts):
     values = w.values()
     assert values['model'] == '' and values['enabled'] is True
     assert 'api_key' not in values  # nothing typed: the stored key is kept
+    if 'api_key' in w.editors:  # where the key is kept, said under its field
+        assert w.key_place.text() == 'Kept nowhere: a test.' and w.key_place.isVisibleTo(w)
     shot = artifacts / f'provider-{name}.png'
     assert w.grab().save(str(shot))
     w.close()

@@ -520,3 +520,63 @@ def test_book_text_settings_round_trip(qapp, saved_prefs):
     w.meaning_box.setChecked(False)
     w.commit()
     assert saved_prefs['retrieval'] == 'bm25'
+
+
+def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
+    """Cancelled, nothing goes; confirmed, the keys, conversations, cached texts and per-book choices do."""
+    import shutil
+
+    from calibre_plugins.bookai.conversation.conversation import Conversation
+    from calibre_plugins.bookai.conversation.history import History
+    from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
+    from calibre_plugins.bookai.grounding.extract import read_epub
+    from sandbox import quick_start_epub
+    secret_store().set('openai', 'api_key', 'sk-to-be-forgotten-0123')
+    conv = Conversation([], library_id='forget-test')
+    conv.ask('Anything?')
+    History().save(conv)
+    book_file = tmp_path / 'guide.epub'
+    shutil.copy(quick_start_epub(), book_file)
+    cache = TextCache(default_folder())
+    cache.text_of('forget-test', 3, 'EPUB', book_file, read=read_epub)
+    saved_prefs['book_scopes'] = {'forget-test:3': 'whole'}
+    saved_prefs['book_text_consent'] = ['forget-test:3|openai']
+    saved_prefs['provider'] = 'openai'
+
+    def still_there():
+        return (secret_store().get('openai', 'api_key') == 'sk-to-be-forgotten-0123',
+                len(History().summaries('forget-test')) == 1,
+                cache.get('forget-test', 3, 'EPUB', book_file) is not None,
+                saved_prefs['book_scopes'] == {'forget-test:3': 'whole'},
+                saved_prefs['book_text_consent'] == ['forget-test:3|openai'])
+
+    d = shown(qapp, SettingsDialog())
+    w = d.settings
+    w.tabs.setCurrentIndex(TABS.index('sent-to-the-ai'))
+    assert w.provider_box.currentText().endswith('ready')
+    texts = []
+
+    def cancel(box):
+        texts.append(box.text() + '\n' + box.informativeText())
+        box.resize(box.sizeHint())
+        shoot(qapp, box, artifacts / 'settings-forget-confirmation.png')
+        box.button(box.StandardButton.Cancel).click()
+
+    click_through(qapp, w.forget_button, cancel)
+    assert still_there() == (True,) * 5 and w.forgotten.text() == ''
+    for what in ('API keys', 'conversations', 'text of books', 'choices made for each book',
+                 'Your books, their notes, columns and highlights are not touched'):
+        assert what in texts[0]
+
+    def confirm(box):
+        (forget,) = [b for b in box.buttons() if b.text() == '&Forget everything']
+        forget.click()
+
+    click_through(qapp, w.forget_button, confirm)
+    assert still_there() == (False,) * 5
+    assert w.forgotten.text().startswith('Forgotten. API keys: 1; conversations: ')
+    assert w.provider_box.currentText().endswith('needs setting up')
+    assert w.config_widgets['openai'].editors['api_key'].placeholderText() == 'Paste your key here'
+    shoot(qapp, d, artifacts / 'settings-forgotten.png')
+    d.reject()
+    assert secret_store().get('openai', 'api_key') == ''

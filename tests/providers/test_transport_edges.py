@@ -91,7 +91,7 @@ def test_a_stalled_stream_times_out_in_words():
         answer = ask(provider(s.url, read_timeout=1.0))
     assert answer.text == 'a b'  # what arrived is kept
     assert isinstance(answer.failed.error, errors.TimedOut)
-    assert '1 seconds' in answer.failed.message
+    assert 'for 1 second,' in answer.failed.message
 
 
 def test_an_html_error_page_becomes_a_sentence():

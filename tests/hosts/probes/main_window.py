@@ -6,15 +6,24 @@
 Writes a JSON report to $BOOKAI_PROBE_OUT and, if $BOOKAI_PROBE_SCREENSHOT is
 set, a screenshot of the window there. A watchdog ends a run that hangs (a
 modal error dialog, say) and says so in the report.
+
+$BOOKAI_PROBE_DISCUSS: a discussion and a quick action (see discuss()).
+$BOOKAI_PROBE_FEATURES: every feature of the Book AI menu in turn (see features()).
+$BOOKAI_PROBE_SWITCH_TO / $BOOKAI_PROBE_QUIT: an answer streaming when the library is
+switched, or calibre quits (see interrupt()).
+$BOOKAI_PROBE_SOCKETS: every network connection of the process recorded (sockets.py).
 """
 
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import Report  # noqa: E402
+from report import Report, later  # noqa: E402
 
 report = Report(started=False, probed=False)
+if os.environ.get('BOOKAI_PROBE_SOCKETS'):  # first of all: every connection of the process is seen
+    from sockets import record
+    record(report)
 
 
 def icon_variant(ac):
@@ -97,6 +106,10 @@ def probe(gui):
     report.write()
     if os.environ.get('BOOKAI_PROBE_DISCUSS'):
         return discuss(gui)
+    if os.environ.get('BOOKAI_PROBE_FEATURES'):
+        return features(gui)
+    if os.environ.get('BOOKAI_PROBE_QUIT') or os.environ.get('BOOKAI_PROBE_SWITCH_TO'):
+        return interrupt(gui)
     gui.quit(confirm_quit=False)
 
 
@@ -179,6 +192,201 @@ def discuss(gui):
     QTimer.singleShot(50, wait)
 
 
+def steps(*funcs):
+    """Run funcs one after the other, each f(done) calling done() when it is over."""
+    from qt.core import QTimer
+
+    def go(i):
+        if i < len(funcs):
+            report.write()
+            funcs[i](lambda: QTimer.singleShot(0, lambda: go(i + 1)))
+    go(0)
+
+
+def modal(name, then):
+    """Once a modal dialog is up: its title in report[name], then reject it and then()."""
+    from qt.core import QApplication, QTimer
+    d = QApplication.activeModalWidget()
+    if d is None:
+        return QTimer.singleShot(50, lambda: modal(name, then))
+    report[name] = d.windowTitle()
+    d.reject()
+    QTimer.singleShot(0, then)
+
+
+def shown(w):
+    """What a window of ours shows: the chat's text, and its conversation's answers."""
+    return {'chat': w.panel.chat.toPlainText(), 'answers': [t.answer for t in w.conv.turns],
+            'errors': [t.error for t in w.conv.turns]}
+
+
+def features(gui):
+    """Every feature of the Book AI menu, as a user reaches it, one after the other: what each
+    showed goes in report['features'] (with or without a provider set up)."""
+    from qt.core import QApplication, QPoint, QTimer
+    seen = report['features'] = {}
+    gui.library_view.select_rows([1])
+    ac = gui.iactions['Book AI']
+    by_name = {u.rpartition('bookai-')[2]: s['action'] for u, s in gui.keyboard.shortcuts.items() if 'bookai-' in u}
+
+    def answered(w, then):
+        later(report, lambda: not w.panel.streaming, then)
+
+    def menu(done):
+        ac.menu.popup(gui.mapToGlobal(QPoint(20, 20)))
+        ac.quick_menu.popup(gui.mapToGlobal(QPoint(40, 40)))  # as when the submenu opens: filled then
+        seen['menu'] = [a.text() for a in ac.menu.actions() if not a.isSeparator()]
+        seen['quick_menu'] = [a.text() for a in ac.quick_menu.actions()]
+        ac.quick_menu.hide()
+        ac.menu.hide()
+        done()
+
+    def discuss(done):
+        by_name['discuss'].trigger()
+        w = ac.windows[-1]
+        seen['discuss_opened'] = shown(w)
+        w.panel.question.setPlainText('Who wrote this book?')
+        w.panel.send_button.click()
+
+        def preview():
+            seen['discuss'] = shown(w)
+            if w.panel.provider is not None:  # the dialog shows what goes where
+                QTimer.singleShot(50, lambda: modal('preview', close))
+            w.panel.show_preview()
+            if w.panel.provider is None:
+                close()
+
+        def close():
+            seen['preview_chat'] = w.panel.chat.toPlainText()
+            w.close()
+            done()
+        answered(w, preview)
+
+    def quick_action(i):
+        def run(done):
+            action = ac.quick_menu.actions()[i]  # the menu is filled anew each time it opens
+            name = 'quick: ' + action.text()
+            action.trigger()
+            w = ac.windows[-1]
+
+            def close():
+                seen[name] = shown(w)
+                w.close()
+                done()
+            answered(w, close)
+        return run
+
+    def read_next(done):
+        by_name['read-next'].trigger()
+        w = ac.windows[-1]
+
+        def close():
+            seen['read_next'] = shown(w)
+            w.close()
+            done()
+        answered(w, close)
+
+    def ask_library(done):
+        by_name['ask-library'].trigger()
+        w = ac.windows[-1]
+        w.panel.question.setPlainText('How do I convert an ebook to another format?')
+        w.panel.send_button.click()
+
+        def close():
+            seen['ask_library'] = shown(w)
+            w.close()
+            done()
+        answered(w, close)
+
+    def history(done):
+        by_name['history'].trigger()
+        w = ac.windows[-1]
+        seen['history'] = {'title': w.windowTitle(), 'count': w.list.topLevelItemCount(), 'chat': w.notice.text()}
+        w.close()
+        done()
+
+    def settings(done):
+        QTimer.singleShot(50, lambda: modal('settings', done))
+        by_name['settings'].trigger()
+
+    def quit(done):
+        report['open_windows'] = [type(w).__name__ for w in QApplication.topLevelWidgets()
+                                  if w.isVisible() and w is not gui]
+        gui.quit(confirm_quit=False)
+
+    from calibre_plugins.bookai.conversation.actions import library_actions
+    steps(menu, discuss, *[quick_action(i) for i in range(len(library_actions()))], read_next, ask_library,
+          history, settings, quit)
+
+
+def interrupt(gui):
+    """A discussion's answer streams (from a provider that answers without end); when some has
+    come, calibre switches to the library $BOOKAI_PROBE_SWITCH_TO, or quits ($BOOKAI_PROBE_QUIT)
+    as its Quit action does. report['quit_at']: the time of the quit."""
+    import threading
+    import time
+    gui.library_view.select_rows([1])
+    ac = gui.iactions['Book AI']
+    ac.discuss()
+    (w,) = ac.windows
+    ac.show_history()
+    report['library_id'] = w.library.library_id
+    w.panel.question.setPlainText('Go on and on.')
+    w.panel.send_button.click()
+
+    def streaming():
+        return w.panel.answer is not None and len(w.panel.answer.text_parts) >= 10
+
+    def ours():
+        return sorted(t.name for t in threading.enumerate() if t.name.startswith('BookAI'))
+
+    def go():
+        report['chars_before'] = len(''.join(w.panel.answer.text_parts))
+        report['threads_before'] = ours()
+        if os.environ.get('BOOKAI_PROBE_QUIT'):
+            report['quit_at'] = time.time()
+            report.write()
+            return gui.quit()
+        gui.library_moved(os.environ['BOOKAI_PROBE_SWITCH_TO'])
+        report['status_message'] = gui.status_bar.currentMessage()
+        report['windows_after'] = [type(x).__name__ for x in ac.windows if x.isVisible()]
+        later(report, lambda: not ours(), switched, timeout=30)
+
+    def switched():
+        report['threads_after'] = ours()
+        report['library_after'] = gui.current_db.library_id
+        report['book_after'] = gui.current_db.new_api.field_for('title', 1)
+        ac.show_history()  # the new library's: the conversation is not there
+        h = ac.windows[-1]
+        report['history_after'] = h.list.topLevelItemCount()
+        h.close()
+        gui.quit(confirm_quit=False)
+    later(report, streaming, go)
+
+
+def calibres_own_pauses():
+    """calibre 6 and 8 sleep two seconds in their shutdown, plugin or not: report['calibre_paused']
+    is how long calibre's GUI thread slept in it, so that a test can tell that from ours."""
+    import threading
+    import time
+    from calibre.gui2.ui import Main
+    report['calibre_paused'] = 0.0
+    original_sleep, original_shutdown = time.sleep, Main.shutdown
+
+    def sleep(seconds):
+        if threading.current_thread() is threading.main_thread():
+            report['calibre_paused'] += seconds
+        original_sleep(seconds)
+
+    def shutdown(self, *args, **kwargs):
+        time.sleep = sleep
+        try:
+            return original_shutdown(self, *args, **kwargs)
+        finally:
+            time.sleep = original_sleep
+    Main.shutdown = shutdown
+
+
 def no_usb_scan():
     # A sandbox has no /sys/bus/usb: calibre's device scanner would print a
     # traceback of its own on every start. There are no devices to find here.
@@ -188,6 +396,7 @@ def no_usb_scan():
 
 def main(library):
     no_usb_scan()
+    calibres_own_pauses()
     report.start()
     from calibre.utils.config import dynamic
     dynamic.set('welcome_wizard_was_run', True)
@@ -204,7 +413,10 @@ def main(library):
         return ans
 
     Main.initialize = initialize
-    report.finish(gui_main.main(['calibre', '--with-library', library]))
+    # calibre's own check for updates of calibre and of its plugins: off where the process is to
+    # make no connection of its own (calibre has this option, not a preference, for it)
+    no_check = ['--no-update-check'] if os.environ.get('BOOKAI_PROBE_NO_UPDATE_CHECK') else []
+    report.finish(gui_main.main(['calibre', '--with-library', library] + no_check))
 
 
 main(sys.argv[-1])

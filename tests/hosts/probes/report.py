@@ -32,3 +32,21 @@ class Report(dict):
         self['timeout'] = True
         self.write()
         os._exit(3)
+
+
+def later(report, condition, then, timeout=120):
+    """then() once condition() holds, checked on the GUI thread every 50 ms; after timeout
+    seconds then() anyway, with the condition's name in report['waited_for']."""
+    import time
+    from qt.core import QTimer
+    end = time.monotonic() + timeout
+
+    def check():
+        if condition():
+            return then()
+        if time.monotonic() > end:
+            report['waited_for'] = getattr(condition, '__name__', '?')
+            report.write()
+            return then()
+        QTimer.singleShot(50, check)
+    check()

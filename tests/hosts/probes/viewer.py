@@ -17,31 +17,26 @@ shortcut) and reports where it is; with $BOOKAI_PROBE_GROUNDED also set to a
 question, it then asks it with book text "up to where I am", and clicks a
 citation of the answer's first passage; then it closes, and the viewer saves
 its place.
+
+$BOOKAI_PROBE_FEATURES=<a quick action's label>: each thing the panel does in turn (see
+features()); $BOOKAI_PROBE_QUIT: the viewer closed while an answer streams;
+$BOOKAI_PROBE_SOCKETS: every network connection of the process recorded (sockets.py).
 """
 
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import Report  # noqa: E402
+from report import Report, later as report_later  # noqa: E402
 
 report = Report(loaded=None, rendered=False)
+if os.environ.get('BOOKAI_PROBE_SOCKETS'):  # first of all: every connection of the process is seen
+    from sockets import record
+    record(report)
 
 
 def later(condition, then, timeout=120):
-    from qt.core import QTimer
-    import time
-    end = time.monotonic() + timeout
-
-    def check():
-        if condition():
-            return then()
-        if time.monotonic() > end:
-            report['waited_for'] = getattr(condition, '__name__', '?')
-            report.write()
-            return then()
-        QTimer.singleShot(50, check)
-    check()
+    report_later(report, condition, then, timeout)
 
 
 def ask(viewer):
@@ -195,6 +190,86 @@ def grounded(viewer):
     later(lambda: not p.streaming and bool(p.conv.turns), answered)
 
 
+def open_panel(viewer):
+    """The Ask AI panel, opened as the reader opens it: its ConversationPanel."""
+    from qt.core import QTabWidget
+    viewer.toggle_lookup(True)
+    tabs = viewer.lookup_widget if isinstance(viewer.lookup_widget, QTabWidget) else viewer.lookup_dock.widget()
+    tabs.setCurrentWidget(viewer.bookai_panel)
+    return viewer.bookai_panel.panel
+
+
+def features(viewer):
+    """Each thing the panel does, as the reader does it: a question typed before any selection,
+    a quick action on the selected text, What will be sent, Settings. What each showed goes in
+    report['features'] (with or without a provider set up)."""
+    from qt.core import QApplication, QTimer
+    ask_panel = open_panel(viewer)
+    p = ask_panel.panel
+    seen = report['features'] = {'opened': p.chat.toPlainText()}
+
+    def typed():
+        p.question.setPlainText('Who wrote this book?')
+        p.send_button.click()
+        later(lambda: not p.streaming, selected)
+
+    def selected():
+        seen['question'] = {'chat': p.chat.toPlainText(), 'answers': [t.answer for t in p.conv.turns]}
+        viewer.web_view.trigger_shortcut('next_section')
+        QTimer.singleShot(1500, lambda: viewer.web_view.trigger_shortcut('select_all'))
+        later(lambda: bool(ask_panel.selected), quick_action, timeout=30)
+
+    def quick_action():
+        report['selected'] = ask_panel.selected
+        b = next(b for b in ask_panel.action_buttons if b.text() == os.environ['BOOKAI_PROBE_FEATURES'])
+        seen['quick_action_enabled'] = b.isEnabled()
+        b.click()
+        later(lambda: not p.streaming, preview)
+
+    def preview():
+        seen['quick_action'] = {'chat': p.chat.toPlainText(), 'answers': [t.answer for t in p.conv.turns]}
+        if p.provider is not None:
+            QTimer.singleShot(50, lambda: modal('preview', settings))
+        p.show_preview()
+        if p.provider is None:
+            settings()
+
+    def settings():
+        seen['preview_chat'] = p.chat.toPlainText()
+        QTimer.singleShot(50, lambda: modal('settings', viewer.close))
+        p.settings_button.click()
+
+    def modal(name, then):
+        d = QApplication.activeModalWidget()
+        if d is None:
+            return QTimer.singleShot(50, lambda: modal(name, then))
+        seen[name] = d.windowTitle()
+        d.reject()
+        QTimer.singleShot(0, then)
+    typed()
+
+
+def quit_while_streaming(viewer):
+    """A question answered (by a provider that answers without end); when some has come, the
+    viewer is closed as the reader closes it. report['quit_at']: the time it was closed.
+    $BOOKAI_PROBE_QUIT=idle: closed with the panel open and no question, for comparison."""
+    import time
+    p = open_panel(viewer).panel
+    if os.environ['BOOKAI_PROBE_QUIT'] == 'idle':  # for comparison: the same viewer closed with no answer
+        report['quit_at'] = time.time()
+        report.write()
+        return viewer.close()
+    p.question.setPlainText('Go on and on.')
+    p.send_button.click()
+
+    def close():
+        report['chars_before'] = len(''.join(p.answer.text_parts))
+        report['quit_at'] = time.time()
+        report.write()
+        viewer.close()
+    later(lambda: p.answer is not None and len(p.answer.text_parts) >= 10, close)
+
+
 def unexpected_viewer():
     """A viewer unlike any calibre Book AI knows: its Lookup panel is not in its dock."""
     from qt.core import QWidget
@@ -234,6 +309,10 @@ def main(book):
         report.write()
         if os.environ.get('BOOKAI_PROBE_ASK') and report['has_panel']:
             return ask(viewer)
+        if os.environ.get('BOOKAI_PROBE_FEATURES') and report['has_panel']:
+            return features(viewer)
+        if os.environ.get('BOOKAI_PROBE_QUIT') and report['has_panel']:
+            return quit_while_streaming(viewer)
         if os.environ.get('BOOKAI_PROBE_SECTIONS'):
             then = (lambda: grounded(viewer)) if os.environ.get('BOOKAI_PROBE_GROUNDED') else viewer.close
             return sections(viewer, int(os.environ['BOOKAI_PROBE_SECTIONS']), then)

@@ -1,0 +1,51 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""Forget everything Book AI keeps about its user: the API keys, the saved conversations,
+the books' text cached for questions, and the choices made per book (the scope of its
+text, the "don't ask again" of sending it). The books themselves, their notes, columns
+and highlights are calibre's and are not touched; neither are the other settings.
+"""
+
+import os
+import shutil
+from dataclasses import dataclass
+
+load_translations()
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    keys: int            # API keys deleted
+    conversations: int   # saved conversations deleted
+    cached_books: int    # cache files of books' text deleted
+    book_choices: int    # per-book scopes and consents cleared
+
+
+def count_files(folder, suffix):
+    return sum(name.endswith(suffix) for _dir, _dirs, names in os.walk(folder) for name in names)
+
+
+def remove_folder(folder, suffix):
+    """Remove folder; the number of files ending in suffix it held."""
+    count = count_files(folder, suffix)
+    shutil.rmtree(folder, ignore_errors=True)
+    if os.path.exists(folder):
+        raise OSError(_('{folder} could not be removed.').format(folder=folder))
+    return count
+
+
+def forget_everything(secrets=None, history_folder=None, cache_folder=None, prefs=None):
+    """Forget it all (the arguments are the real ones by default); what was removed."""
+    from calibre_plugins.bookai.conversation.history import History
+    from calibre_plugins.bookai.grounding.cache import SUFFIX, default_folder
+    from calibre_plugins.bookai.providers.registry import PROVIDERS
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    from calibre_plugins.bookai.settings.secrets import secret_store
+    secrets = secrets or secret_store()
+    prefs = plugin_prefs() if prefs is None else prefs
+    keys = secrets.delete_all([(name, 'api_key') for name in PROVIDERS])
+    conversations = remove_folder(history_folder or History().folder, '.json')
+    cached = remove_folder(cache_folder or default_folder(), SUFFIX)
+    choices = len(prefs['book_scopes']) + len(prefs['book_text_consent'])
+    prefs['book_scopes'] = {}
+    prefs['book_text_consent'] = []
+    return Forgotten(keys, conversations, cached, choices)

@@ -1,0 +1,100 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""Forget everything: the keys (in a real GNOME Keyring, and in the file), the saved
+conversations, the cached text of books and the choices made per book go; the library,
+another program's secrets and the other settings stay exactly as they were."""
+
+import hashlib
+import os
+import shutil
+import uuid
+
+import pytest
+
+from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.history import History
+from calibre_plugins.bookai.grounding.cache import TextCache
+from calibre_plugins.bookai.grounding.extract import read_epub
+from calibre_plugins.bookai.settings.forget import forget_everything
+from calibre_plugins.bookai.settings.prefs import plugin_prefs, private_config
+from calibre_plugins.bookai.settings.secrets import SecretStore
+from sandbox import quick_start_epub
+from test_secret_store import Keyring
+from keyring_bus import gnome_keyring, no_session_bus, session_bus  # noqa: F401 (the fixtures)
+
+LIBRARY = 'f0e1d2c3-b4a5-4687-9a8b-7c6d5e4f3a2b'
+
+
+def tree(folder):
+    """Every file under folder: its sha256."""
+    found = {}
+    for dirpath, dirs, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            with open(path, 'rb') as f:
+                found[os.path.relpath(path, folder)] = hashlib.sha256(f.read()).hexdigest()
+    return found
+
+
+@pytest.fixture
+def prefs():
+    p = plugin_prefs()
+    before = {k: p[k] for k in ('book_scopes', 'book_text_consent', 'book_fields', 'confirm_send')}
+    yield p
+    for k, v in before.items():
+        p[k] = v
+
+
+@pytest.fixture
+def kept(tmp_path, library, prefs):
+    """Two conversations, a book's cached text, per-book choices, besides a library."""
+    history = History(str(tmp_path / 'history'))
+    for library_id in (LIBRARY, 'another-library'):
+        conv = Conversation([], library_id=library_id)
+        conv.ask('What is this library about?')
+        history.save(conv)
+    cache = TextCache(tmp_path / 'cache')
+    book_file = tmp_path / 'guide.epub'
+    shutil.copy(quick_start_epub(), book_file)
+    cache.text_of(LIBRARY, 1, 'EPUB', book_file, read=read_epub)
+    prefs['book_scopes'] = {f'{LIBRARY}:1': 'whole'}
+    prefs['book_text_consent'] = [f'{LIBRARY}:1|openai', f'{LIBRARY}:1|anthropic']
+    prefs['book_fields'] = ['tags']
+    prefs['confirm_send'] = 'always'
+    assert len(history.summaries(LIBRARY)) == 1 and os.listdir(cache.library_folder(LIBRARY))
+    return history, cache
+
+
+def test_forget_everything_with_the_keys_in_the_keyring(gnome_keyring, kept, library, prefs, tmp_path):
+    history, cache = kept
+    keyring = Keyring(gnome_keyring.address)
+    try:
+        keyring.add_item({'application': 'another-program'}, 'not ours')
+        store = SecretStore(f'plugins/bookai-secrets-test-{uuid.uuid4().hex}')
+        store.set('openai', 'api_key', 'sk-one-0123456789')
+        store.set('anthropic', 'api_key', 'sk-two-0123456789')
+        library_before = tree(library)
+        done = forget_everything(store, history.folder, cache.folder, prefs)
+        assert (done.keys, done.conversations, done.cached_books, done.book_choices) == (2, 2, 1, 3)
+        assert keyring.items() == {}
+        assert keyring.all_secrets() == ['not ours']
+    finally:
+        keyring.close()
+    assert store.get('openai', 'api_key') == ''
+    assert not os.path.exists(history.folder) and history.summaries(LIBRARY) == []
+    assert not os.path.exists(cache.folder)
+    assert prefs['book_scopes'] == {} and prefs['book_text_consent'] == []
+    assert prefs['book_fields'] == ['tags'] and prefs['confirm_send'] == 'always'
+    assert tree(library) == library_before
+
+
+def test_forget_everything_with_the_keys_in_the_file(no_session_bus, kept, prefs):
+    history, cache = kept
+    rel = f'plugins/bookai-secrets-test-{uuid.uuid4().hex}'
+    store = SecretStore(rel)
+    store.set('gemini', 'api_key', 'gemini-key-0123456789')
+    done = forget_everything(store, history.folder, cache.folder, prefs)
+    assert (done.keys, done.conversations, done.cached_books, done.book_choices) == (1, 2, 1, 3)
+    assert private_config(rel) == {}
+    assert not os.path.exists(history.folder) and not os.path.exists(cache.folder)
+    again = forget_everything(store, history.folder, cache.folder, prefs)  # nothing left: nothing fails
+    assert (again.keys, again.conversations, again.cached_books, again.book_choices) == (0, 0, 0, 0)
