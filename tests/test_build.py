@@ -106,13 +106,38 @@ def test_template_has_every_string():
     assert {'Book AI', 'Discuss your books with AI', 'About Book AI'} <= msgids
 
 
-def test_german_is_complete():
-    german = {e['msgid']: e for e in build_py.parse_po((PROJECT / 'translations' / 'de.po').read_text(encoding='utf-8'))}
+LANGUAGES = ('de', 'fr', 'es', 'it', 'pt_BR', 'nl', 'pl', 'ru', 'uk', 'tr', 'zh_CN', 'zh_TW', 'ja', 'ko')
+HTML_TAG = re.compile(r'</?([a-zA-Z][a-zA-Z0-9]*)\b')
+
+
+def accelerators(text):
+    return len(re.findall(r'&(?=[^&\s;])', text.replace('&&', '')))
+
+
+def test_every_language_is_there_and_in_the_zip(plugin_zip):
+    assert sorted(p.stem for p in (PROJECT / 'translations').glob('*.po')) == sorted(LANGUAGES)
+    with zipfile.ZipFile(plugin_zip) as zf:
+        assert sorted(n for n in zf.namelist() if n.startswith('translations/')) == sorted(
+            f'translations/{lang}.mo' for lang in LANGUAGES)
+
+
+@pytest.mark.parametrize('lang', LANGUAGES)
+def test_translation_is_complete_and_keeps_every_placeholder(lang):
+    po = build_py.parse_po((PROJECT / 'translations' / f'{lang}.po').read_text(encoding='utf-8'))
+    header = next(e for e in po if e['msgid'] == '')['msgstr'][0]
+    assert f'Language: {lang}\n' in header
+    nplurals = int(re.search(r'nplurals=(\d+)', header).group(1))
+    translated = {e['msgid']: e for e in po if e['msgid']}
+    assert set(translated) == {e['msgid'] for e in template_messages()}, 'run msgmerge: the .po is not the template\'s'
     for entry in template_messages():
-        de = german.get(entry['msgid'])
-        assert de is not None, f'not in de.po: {entry["msgid"]!r}'
-        assert 'fuzzy' not in de['flags'] and all(de['msgstr']), f'untranslated: {entry["msgid"]!r}'
-        assert sorted(PLACEHOLDER.findall(de['msgstr'][0])) == sorted(PLACEHOLDER.findall(entry['msgid']))
+        msgid, t = entry['msgid'], translated[entry['msgid']]
+        assert 'fuzzy' not in t['flags'] and t['msgstr'] and all(t['msgstr']), f'untranslated: {msgid!r}'
+        if 'msgid_plural' in entry:
+            assert len(t['msgstr']) == nplurals, f'{len(t["msgstr"])} plural forms: {msgid!r}'
+        for form in t['msgstr']:
+            assert sorted(set(PLACEHOLDER.findall(form))) == sorted(set(PLACEHOLDER.findall(msgid))), (msgid, form)
+            assert accelerators(form) == min(accelerators(msgid), 1), (msgid, form)
+            assert sorted(HTML_TAG.findall(form)) == sorted(HTML_TAG.findall(msgid)), (msgid, form)
 
 
 def test_version_lives_in_one_place(plugin_zip):

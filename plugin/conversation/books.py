@@ -25,6 +25,7 @@ class BookInfo:
     tags: tuple = ()
     fields: tuple = ()      # (name, text) of the other allowed fields
     notes: tuple = ()       # comments and long-text columns, as plain text
+    languages: tuple = ()   # the book's languages as calibre has them (ISO 639 codes): not sent, see answer_language()
 
     @property
     def authors_text(self):
@@ -60,7 +61,7 @@ def book_info(db, book_id, allowed=()):
         if text:
             fields.append((label or name, text))
     return BookInfo(book_id, mi.title or _('Unknown'), tuple(mi.authors or ()), series, series_index, tags,
-                    tuple(fields), tuple(n.strip() for n in notes if n and n.strip()))
+                    tuple(fields), tuple(n.strip() for n in notes if n and n.strip()), tuple(mi.languages or ()))
 
 
 class BookLibrary:
@@ -171,13 +172,36 @@ def language_instruction(language):
     return f'If you can speak in {language}, then respond in {language}.'
 
 
-def answer_language():
-    """The language answers are asked for, in English, as the settings say ('' for none)."""
+def answer_language(books=()):
+    """The language answers are asked for, in English, as the settings say ('' for none):
+    calibre's interface language, the language of the books (else the interface's), or a fixed one."""
     from calibre_plugins.bookai.settings.prefs import plugin_prefs
     choice = plugin_prefs()['answer_language']
-    if choice == 'interface':
-        return interface_language()
-    return '' if choice == 'never' else choice
+    if choice == 'never':
+        return ''
+    if choice == 'book':
+        return books_language(books) or interface_language()
+    return interface_language() if choice == 'interface' else choice
+
+
+def books_language(books):
+    """The language of the first book that has one, in English ('French'), or ''."""
+    for book in books:
+        for code in book.languages:
+            name = language_name(code)
+            if name:
+                return name
+    return ''
+
+
+def language_name(code, localize=False):
+    """The name of a language code (ISO 639, 'fr' or 'fra'): in English, or as calibre shows it."""
+    try:
+        from calibre.utils.localization import calibre_langcode_to_name, canonicalize_lang
+        code = canonicalize_lang(code)
+        return calibre_langcode_to_name(code, localize=localize) if code and code != 'und' else ''
+    except Exception:
+        return ''
 
 
 def interface_language():

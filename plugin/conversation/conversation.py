@@ -59,7 +59,8 @@ class Conversation:
     def about(cls, library, book_ids):
         """A new conversation about books of a library (conversation.books.BookLibrary)."""
         from calibre_plugins.bookai.conversation.books import answer_language
-        return cls(library.books(book_ids), library.library_id, language=answer_language())
+        books = library.books(book_ids)
+        return cls(books, library.library_id, language=answer_language(books))
 
     @property
     def book_ids(self):
@@ -191,7 +192,7 @@ def with_passages(question, passages):
 def book_from_dict(d):
     return BookInfo(int(d['book_id']), str(d['title']), tuple(d.get('authors', ())), d.get('series', ''),
                     d.get('series_index'), tuple(d.get('tags', ())), tuple(tuple(f) for f in d.get('fields', ())),
-                    tuple(d.get('notes', ())))
+                    tuple(d.get('notes', ())), tuple(d.get('languages', ())))
 
 
 def turn_as_dict(t):

@@ -21,8 +21,11 @@ load_translations()
 
 # the answer languages offered besides calibre's interface language, named in English
 # (the name is what the model is told, so it stays in English)
-LANGUAGES = ('English', 'French', 'German', 'Spanish', 'Italian', 'Portuguese', 'Dutch', 'Polish', 'Russian',
-             'Ukrainian', 'Turkish', 'Chinese', 'Japanese', 'Korean', 'Arabic', 'Hindi', 'Swedish', 'Czech', 'Greek')
+# the fixed answer languages offered: (ISO 639 code, the name the model is told, in English)
+LANGUAGES = (('eng', 'English'), ('fra', 'French'), ('deu', 'German'), ('spa', 'Spanish'), ('ita', 'Italian'),
+             ('por', 'Portuguese'), ('nld', 'Dutch'), ('pol', 'Polish'), ('rus', 'Russian'), ('ukr', 'Ukrainian'),
+             ('tur', 'Turkish'), ('zho', 'Chinese'), ('jpn', 'Japanese'), ('kor', 'Korean'), ('ara', 'Arabic'),
+             ('hin', 'Hindi'), ('swe', 'Swedish'), ('ces', 'Czech'), ('ell', 'Greek'))
 
 ACTION_ROLE = Qt.ItemDataRole.UserRole       # a quick action's item: its dict (name, label, template, builtin)
 FIELD_ROLE = Qt.ItemDataRole.UserRole        # a field's item: its key
@@ -522,7 +525,7 @@ class SettingsWidget(QWidget):
     # Sent to the AI {{{
 
     def sent_tab(self):
-        from calibre_plugins.bookai.conversation.books import STANDARD_FIELDS, interface_language
+        from calibre_plugins.bookai.conversation.books import STANDARD_FIELDS, interface_language, language_name
         tab = QWidget(self)
         layout = QVBoxLayout(tab)
         layout.addWidget(wrapped_label(_(
@@ -566,9 +569,11 @@ class SettingsWidget(QWidget):
         self.language_box = QComboBox(tab)
         ui = interface_language() or 'English'
         self.language_box.addItem(_('calibre\'s interface language ({language})').format(language=ui), 'interface')
+        self.language_box.addItem(_('The book\'s language (else calibre\'s interface language)'), 'book')
         self.language_box.addItem(_('Do not ask for a language'), 'never')
-        for lang in LANGUAGES:
-            self.language_box.addItem(lang, lang)
+        for code, english in LANGUAGES:
+            shown = language_name(code, localize=True)  # in the reader's language, where calibre knows it
+            self.language_box.addItem(shown if shown and shown != language_name(code) else english, english)
         current = self.prefs['answer_language'] or 'interface'
         if self.language_box.findData(current) < 0:
             self.language_box.addItem(current, current)

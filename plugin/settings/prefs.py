@@ -56,7 +56,8 @@ def plugin_prefs():
             'viewer_actions': [],     # the same, for the E-book viewer's Ask AI panel
             'highlight_style': '',    # the viewer's highlight style for notes ('' for the viewer's current one)
             'book_fields': [],        # fields sent besides title and authors (standard names, #custom)
-            'answer_language': 'interface',  # 'interface', 'never', or a language named in English
+            'answer_language': 'interface',  # 'interface', 'book' (the book's, else the interface's), 'never', or
+            # a language named in English
             # before sending to an online (not local) provider, show what will be sent:
             # 'first' (a conversation's first question), 'always', or 'never'
             'confirm_send': 'first',

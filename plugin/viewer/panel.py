@@ -80,7 +80,9 @@ class AskPanel(QWidget):
         details = data.get('book_library_details') or {}
         title = mi.get('title') if isinstance(mi, dict) else getattr(mi, 'title', '')
         authors = mi.get('authors') if isinstance(mi, dict) else getattr(mi, 'authors', ())
-        return BookInfo(int(details.get('book_id') or 0), title or _('Unknown'), tuple(authors or ()))
+        languages = mi.get('languages') if isinstance(mi, dict) else getattr(mi, 'languages', ())
+        return BookInfo(int(details.get('book_id') or 0), title or _('Unknown'), tuple(authors or ()),
+                        languages=tuple(languages or ()))
 
     @property
     def library_id(self):
@@ -100,7 +102,8 @@ class AskPanel(QWidget):
     def new_conversation(self, selection):
         from calibre_plugins.bookai.conversation.books import answer_language
         from calibre_plugins.bookai.conversation.conversation import Conversation
-        return Conversation([self.book()], self.library_id, language=answer_language(), selection=selection)
+        book = self.book()
+        return Conversation([book], self.library_id, language=answer_language([book]), selection=selection)
 
     def show_selection(self):
         conv_text = self.panel.conv.selection

@@ -445,7 +445,7 @@ def test_choices_round_trip(qapp, saved_prefs):
     assert w.language_box.currentData() == 'interface'
     assert (interface_language() or 'English') in w.language_box.currentText()
     languages = [w.language_box.itemData(i) for i in range(w.language_box.count())]
-    assert languages[:2] == ['interface', 'never'] and 'German' in languages and 'Greek' in languages
+    assert languages[:3] == ['interface', 'book', 'never'] and 'German' in languages and 'Greek' in languages
     assert [w.save_box.itemData(i) for i in range(w.save_box.count())] == ['comments']
     assert w.save_box.currentText() == 'Comments'
     w.confirm_box.setCurrentIndex(w.confirm_box.findData('always'))

@@ -6,10 +6,21 @@ import json
 import pytest
 
 from peers import LlamaServer, http
-from sandbox import PLUGIN_NAME, tracebacks
+from sandbox import PLUGIN_NAME, PROJECT, build_script, tracebacks
 
 MENU = ['Discuss selected book(s)', 'Quick actions', 'Ask for what to read next', 'Ask my library', 'History',
         'Settings', 'About Book AI']
+
+
+LANGUAGES = ('de', 'fr', 'es', 'it', 'pt_BR', 'nl', 'pl', 'ru', 'uk', 'tr', 'zh_CN', 'zh_TW', 'ja', 'ko')
+
+
+def translations(lang):
+    """gettext for lang, read from its .po: what calibre should show."""
+    build_py = build_script()
+    catalog = {e['msgid']: e['msgstr'][0] for e in build_py.parse_po(
+        (PROJECT / 'translations' / f'{lang}.po').read_text(encoding='utf-8')) if e['msgid']}
+    return lambda msgid: catalog.get(msgid) or msgid
 
 
 def texts(items):
@@ -79,12 +90,27 @@ def test_a_users_icon_override_wins(sandbox, plugin_zip, library):
     assert start(sandbox, library)['book_ai']['icon_variant'] == 'override'
 
 
-def test_german_menu(sandbox, plugin_zip, library, artifacts):
+MENU_MSGIDS = ['&Discuss selected book(s)', '&Quick actions', 'Ask for what to &read next', 'Ask my &library',
+               '&History', '&Settings', 'About Book AI']
+TAB_MSGIDS = ['&Provider', '&Library actions', 'Read&ing', '&Sent to the AI', 'Sa&ve to book']
+SHOWN_IN_README = ('fr', 'ja', 'ru')
+
+
+@pytest.mark.parametrize('lang', LANGUAGES)
+def test_menu_and_settings_in_every_language(sandbox, plugin_zip, library, artifacts, lang):
+    tr = translations(lang)
     sandbox.install(plugin_zip)
-    ai = start(sandbox, library, screenshot=artifacts / 'main-window-de.png', CALIBRE_OVERRIDE_LANG='de')['book_ai']
-    assert ai['tooltip'] == 'Mit einer KI über Ihre Bücher sprechen'
-    assert texts(ai['menu'])[-1] == 'Über Book AI'
-    assert texts(ai['menu'])[0] == 'Ausgewählte Bücher besprechen'
+    shot = artifacts / f'settings-{lang}.png'
+    report = start(sandbox, library, screenshot=artifacts / f'main-window-{lang}.png' if lang in SHOWN_IN_README
+                   else None, CALIBRE_OVERRIDE_LANG=lang, BOOKAI_PROBE_SETTINGS=str(shot))
+    ai = report['book_ai']
+    assert ai['tooltip'] == tr('Discuss your books with AI') != 'Discuss your books with AI'
+    assert texts(ai['menu']) == texts(tr(m) for m in MENU_MSGIDS) != MENU
+    settings = report['settings']
+    assert settings['title'] == tr('Book AI settings') != 'Book AI settings'
+    assert settings['tabs'] == [tr(t) for t in TAB_MSGIDS]
+    assert tr('&Forget everything...') in settings['buttons']
+    assert shot.stat().st_size > 10_000
 
 
 def test_entries_in_calibres_menus_and_free_shortcuts(sandbox, plugin_zip, library, host):

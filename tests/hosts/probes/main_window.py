@@ -11,6 +11,7 @@ $BOOKAI_PROBE_DISCUSS: a discussion and a quick action (see discuss()).
 $BOOKAI_PROBE_FEATURES: every feature of the Book AI menu in turn (see features()).
 $BOOKAI_PROBE_SWITCH_TO / $BOOKAI_PROBE_QUIT: an answer streaming when the library is
 switched, or calibre quits (see interrupt()).
+$BOOKAI_PROBE_SETTINGS: the settings dialog's texts, and a screenshot of it there.
 $BOOKAI_PROBE_SOCKETS: every network connection of the process recorded (sockets.py).
 """
 
@@ -110,7 +111,32 @@ def probe(gui):
         return features(gui)
     if os.environ.get('BOOKAI_PROBE_QUIT') or os.environ.get('BOOKAI_PROBE_SWITCH_TO'):
         return interrupt(gui)
+    if os.environ.get('BOOKAI_PROBE_SETTINGS'):
+        return settings_texts(gui)
     gui.quit(confirm_quit=False)
+
+
+def settings_texts(gui):
+    """The settings dialog's texts: its title, tabs, labels and buttons (for the translations);
+    a screenshot of it in $BOOKAI_PROBE_SETTINGS."""
+    from qt.core import QAbstractButton, QApplication, QLabel, QTabWidget, QTimer
+
+    def grab():
+        d = QApplication.activeModalWidget()
+        if d is None:
+            return QTimer.singleShot(50, grab)
+        tabs = d.findChild(QTabWidget)
+        report['settings'] = {
+            'title': d.windowTitle(),
+            'tabs': [tabs.tabText(i) for i in range(tabs.count())],
+            'labels': [w.text() for w in d.findChildren(QLabel) if w.text()],
+            'buttons': [w.text() for w in d.findChildren(QAbstractButton) if w.text()],
+        }
+        d.grab().save(os.environ['BOOKAI_PROBE_SETTINGS'])
+        d.reject()
+        QTimer.singleShot(0, lambda: gui.quit(confirm_quit=False))
+    QTimer.singleShot(50, grab)
+    gui.iactions['Book AI'].show_settings()
 
 
 def discuss(gui):
