@@ -104,3 +104,14 @@ def qapp():
     from calibre.gui2 import Application
     from qt.core import QApplication
     return QApplication.instance() or Application([])
+
+
+@pytest.fixture
+def prefs():
+    """The plugin's preferences, as they were before the test once it is over."""
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    p = plugin_prefs()
+    saved = {k: p[k] for k in p.defaults}
+    yield p
+    for k, v in saved.items():
+        p[k] = v

@@ -163,3 +163,15 @@ def stand_in_gui(job_manager=False):
         from calibre.gui2.jobs import JobManager
         gui.job_manager = JobManager()
     return gui
+
+
+def wait_until(condition, timeout=120):
+    """Run Qt's events until condition() holds; an AssertionError after timeout seconds."""
+    import time
+    from qt.core import QApplication, QEventLoop
+    end = time.monotonic() + timeout
+    while not condition():
+        QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        if time.monotonic() > end:
+            raise AssertionError('timed out waiting')
+        time.sleep(0.005)

@@ -7,16 +7,15 @@ import json
 import time
 
 import pytest
-from qt.core import QApplication, QDialog, QEventLoop, QTextDocument, QTimer
+from qt.core import QApplication, QTextDocument, QTimer
 
 from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.gui.render import markdown_to_html
 from calibre_plugins.bookai.library.discussion import DiscussionWindow
-from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from peers import LlamaServer, http
-from sandbox import quick_start_epub
+from sandbox import quick_start_epub, wait_until
 
 TOKENS = 48
 
@@ -32,15 +31,6 @@ def endless():
     """A server whose answers go on until stopped."""
     with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', '100000')) as server:
         yield server
-
-
-@pytest.fixture
-def prefs():
-    p = plugin_prefs()
-    saved = {k: p[k] for k in p.defaults}
-    yield p
-    for k, v in saved.items():
-        p[k] = v
 
 
 def use_server(prefs, server, confirm='never'):
@@ -63,15 +53,6 @@ def window(books, ids=(1,)):
     w = DiscussionWindow(books, Conversation.about(books, list(ids)))
     w.show()
     return w
-
-
-def wait_until(condition, timeout=60):
-    end = time.monotonic() + timeout
-    while not condition():
-        QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-        if time.monotonic() > end:
-            raise AssertionError('timed out waiting')
-        time.sleep(0.005)
 
 
 def answered(w):

@@ -22,7 +22,6 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.gui.worker import StreamRelay
 from calibre_plugins.bookai.library.discussion import DiscussionWindow
-from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from peers import AiMock, LlamaServer, http
 from sandbox import quick_start_epub
 from providers.scripted_server import Reply, ScriptedServer, sse  # tests/providers: the scripted fake
@@ -39,15 +38,6 @@ def tiny_server(tokens, *extra):
 def tiny():
     with tiny_server(32) as server:
         yield server
-
-
-@pytest.fixture
-def prefs():
-    p = plugin_prefs()
-    saved = {k: p[k] for k in p.defaults}
-    yield p
-    for k, v in saved.items():
-        p[k] = v
 
 
 def use_url(prefs, base_url, **settings):

@@ -6,10 +6,9 @@ links to their passages, and books in other formats converted as a calibre job."
 
 import json
 import os
-import time
 
 import pytest
-from qt.core import QApplication, QEventLoop, QTimer, QUrl
+from qt.core import QApplication, QTimer, QUrl
 
 from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
@@ -17,9 +16,8 @@ from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.grounding.scopes import passage_texts
 from calibre_plugins.bookai.library.discussion import DiscussionWindow
-from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from peers import LlamaServer, http
-from sandbox import quick_start_epub, stand_in_gui
+from sandbox import quick_start_epub, stand_in_gui, wait_until
 
 QUESTION = 'How do I convert an ebook to another format?'
 
@@ -28,15 +26,6 @@ QUESTION = 'How do I convert an ebook to another format?'
 def tiny():
     with LlamaServer('tiny', alias='tiny', ctx=16384, extra_args=('--temp', '0', '-n', '24')) as server:
         yield server
-
-
-@pytest.fixture
-def prefs():
-    p = plugin_prefs()
-    saved = {k: p[k] for k in p.defaults}
-    yield p
-    for k, v in saved.items():
-        p[k] = v
 
 
 def use_server(prefs, server, confirm='never'):
@@ -70,15 +59,6 @@ def window(gui, books, ids=(1,)):
     w = DiscussionWindow(books, Conversation.about(books, list(ids)), gui)
     w.show()
     return w
-
-
-def wait_until(condition, timeout=120):
-    end = time.monotonic() + timeout
-    while not condition():
-        QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-        if time.monotonic() > end:
-            raise AssertionError('timed out waiting')
-        time.sleep(0.005)
 
 
 def ask(w, question=QUESTION):

@@ -6,11 +6,10 @@ window opened."""
 
 import sys
 import threading
-import time
 from datetime import datetime, timezone
 
 import pytest
-from qt.core import QApplication, QEventLoop, QTimer
+from qt.core import QApplication, QTimer
 
 from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
@@ -19,7 +18,7 @@ from calibre_plugins.bookai.library.discussion import DiscussionWindow
 from calibre_plugins.bookai.library.save_to_book import append_note
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from peers import LlamaServer
-from sandbox import quick_start_epub
+from sandbox import quick_start_epub, wait_until
 
 
 @pytest.fixture(scope='module')
@@ -50,15 +49,6 @@ def books(sandbox, tmp_path):
     db.create_custom_column('reviews', 'Reviews', 'comments', False, display={'interpret_as': 'html'})
     db = open_db(str(path)).new_api  # new columns are there once the library is opened again
     return BookLibrary(db, History(str(tmp_path / 'history')))
-
-
-def wait_until(condition, timeout=60):
-    end = time.monotonic() + timeout
-    while not condition():
-        QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-        if time.monotonic() > end:
-            raise AssertionError('timed out waiting')
-        time.sleep(0.005)
 
 
 def answer_in(panel, question='Summarize it.'):
