@@ -176,11 +176,11 @@ def cmd_configure(args, stdin, stdout):
     prefs['providers'] = providers
     if key is not None:
         from calibre_plugins.bookai.settings.keyring import StoreError
+        from calibre_plugins.bookai.settings.secrets import not_kept
         try:
             p.secrets.set(p.name, 'api_key', key)
         except StoreError:
-            raise Exit(NOT_CONFIGURED, _("Your system's keyring did not keep the key for {provider}. Unlock the "
-                                         'keyring, then type the key again.').format(provider=p.display_name)) from None
+            raise Exit(NOT_CONFIGURED, not_kept(p.display_name)) from None
     if args.use or not prefs['provider']:
         prefs['provider'] = p.name
     configured = provider_named(p.name)

@@ -173,6 +173,16 @@ SETUP_HINT = 'run `sudo python3 dev/peers.py setup` on the machine (see dev/peer
 _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+def use_server(prefs, base_url, confirm='never', **settings):
+    """The plugin's preferences set to ask the OpenAI-compatible server at base_url (llama-server,
+    or a fake speaking its API) for its 'tiny' model at temperature 0, with settings added;
+    confirm: when to show what will be sent."""
+    prefs['providers'] = {'openai_compatible': dict({'base_url': base_url + '/v1', 'model': 'tiny',
+                                                     'temperature': 0.0}, **settings)}
+    prefs['provider'] = 'openai_compatible'
+    prefs['confirm_send'] = confirm
+
+
 class PeerMissing(RuntimeError):
     """A peer (or the folder of peers) that dev/peers.py makes is not there."""
 

@@ -495,3 +495,17 @@ class ConversationPanel(QWidget):
             self.show_conversation()
 
     # }}}
+
+
+class PanelDialog(QDialog):
+    """A window around a ConversationPanel (self.panel): closed however the reader closes it
+    (its close button, Esc, calibre quitting or switching library), the answer that is
+    streaming stops and what came of it is kept."""
+
+    def closeEvent(self, ev):
+        self.panel.closing()
+        super().closeEvent(ev)  # QDialog's rejects a visible dialog, and so hides it
+
+    def reject(self):  # Esc, and QDialog's closeEvent: the same stop, then hidden (not self.close(): re-entrant)
+        self.panel.closing()
+        super().reject()

@@ -210,10 +210,9 @@ class ProviderConfigWidget(QWidget):
                 self.provider.secrets.set(self.provider.name, 'api_key', key)
             except StoreError as e:
                 from calibre.gui2 import error_dialog
-                error_dialog(self, _('The key was not saved'), _(
-                    'Your system\'s keyring did not keep the key for {provider}. Unlock the keyring, '
-                    'then type the key again.').format(provider=self.provider.display_name),
-                    det_msg=str(e), show=True)
+                from calibre_plugins.bookai.settings.secrets import not_kept
+                error_dialog(self, _('The key was not saved'), not_kept(self.provider.display_name),
+                             det_msg=str(e), show=True)
 
     def key_forgotten(self):
         """The keys were deleted ("Forget everything"): no stored key to fall back on any more."""

@@ -7,9 +7,9 @@ with the question, numbered, and the answer's citations open the passage, with
 its book, and "Open in viewer at this place". Each question searches anew.
 """
 
-from qt.core import QComboBox, QDialog, QHBoxLayout, QLabel, Qt, QVBoxLayout
+from qt.core import QComboBox, QHBoxLayout, QLabel, Qt, QVBoxLayout
 
-from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel
+from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel, PanelDialog
 
 load_translations()
 
@@ -49,7 +49,7 @@ class LibraryPanel(ConversationPanel):
         return self.window.open_in_viewer
 
 
-class LibraryQuestionWindow(QDialog):
+class LibraryQuestionWindow(PanelDialog):
     """library: conversation.books.BookLibrary; selected: the ids of the books selected (may be empty)."""
 
     def __init__(self, library, conversation, selected=(), parent=None):
@@ -113,11 +113,3 @@ class LibraryQuestionWindow(QDialog):
     def show_settings(self):
         from calibre_plugins.bookai.gui.settings import show_settings
         show_settings(self, self.library.db)
-
-    def closeEvent(self, ev):
-        self.panel.closing()
-        super().closeEvent(ev)  # QDialog's rejects a visible dialog, and so hides it
-
-    def reject(self):  # Esc, and QDialog's closeEvent: the same stop, then hidden (not self.close(): re-entrant)
-        self.panel.closing()
-        super().reject()

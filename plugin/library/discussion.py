@@ -11,14 +11,14 @@ keeps what came.
 
 from qt.core import QDialog, QHBoxLayout, QLabel, QMenu, QPushButton, Qt, QVBoxLayout
 
-from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel
+from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel, PanelDialog
 
 load_translations()
 
 QUICK_BUTTONS = 6  # more quick actions than this go into a "More" menu
 
 
-class DiscussionWindow(QDialog):
+class DiscussionWindow(PanelDialog):
 
     def __init__(self, library, conversation, parent=None, on_saved=None):
         super().__init__(parent)
@@ -152,11 +152,3 @@ class DiscussionWindow(QDialog):
         show_settings(self, self.library.db)
         if not self.panel.streaming:
             self.fill_quick_actions()
-
-    def closeEvent(self, ev):
-        self.panel.closing()
-        super().closeEvent(ev)  # QDialog's rejects a visible dialog, and so hides it
-
-    def reject(self):  # Esc, and QDialog's closeEvent: the same stop, then hidden (not self.close(): re-entrant)
-        self.panel.closing()
-        super().reject()

@@ -61,9 +61,7 @@ class SecretStore:
             provider, _sep, name = key.partition('/')
             try:
                 if value:
-                    self._system.set(provider, name, value)
-                    if self._system.get(provider, name) != value:
-                        continue
+                    self.keep_in_system(provider, name, value)
             except StoreError:
                 continue
             moved.append(key)
@@ -92,11 +90,15 @@ class SecretStore:
             if system is None:
                 self.config[self.key(provider, name)] = value
                 return
-            from calibre_plugins.bookai.settings.keyring import StoreError
-            system.set(provider, name, value)
-            if system.get(provider, name) != value:
-                raise StoreError(f'{system.label}: the key did not read back')
+            self.keep_in_system(provider, name, value)
             self.forget_in_file(self.key(provider, name))
+
+    def keep_in_system(self, provider, name, value):
+        """Into the system's store, and read back: StoreError if it did not keep the key."""
+        from calibre_plugins.bookai.settings.keyring import StoreError
+        self._system.set(provider, name, value)
+        if self._system.get(provider, name) != value:
+            raise StoreError(f'{self._system.label}: the key did not read back')
 
     def delete(self, provider, name):
         with self._lock:
@@ -128,6 +130,13 @@ class SecretStore:
             return _('Kept in your system\'s keyring ({store}).').format(store=self.system.label)
         return _('Kept in calibre\'s configuration folder, readable only by you: this system has no '
                  'keyring Book AI can use.')
+
+
+
+def not_kept(provider):
+    """What the reader is told when the system's keyring did not keep a key (provider: its display name)."""
+    return _('Your system\'s keyring did not keep the key for {provider}. Unlock the keyring, '
+             'then type the key again.').format(provider=provider)
 
 
 _store = None

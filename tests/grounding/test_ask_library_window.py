@@ -14,8 +14,7 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.grounding.scopes import passage_texts
 from calibre_plugins.bookai.library.ask_library import LibraryQuestionWindow
-from calibre_plugins.bookai.settings.prefs import plugin_prefs
-from peers import LlamaServer, http
+from peers import LlamaServer, http, use_server
 from sandbox import Sandbox, stand_in_gui
 from test_library_search import make_library
 
@@ -35,15 +34,10 @@ def library_path(tmp_path_factory):
 
 
 @pytest.fixture
-def prefs(tiny):
-    p = plugin_prefs()
-    saved = {k: p[k] for k in p.defaults}
-    p['providers'] = {'openai_compatible': {'base_url': tiny.base_url + '/v1', 'model': 'tiny', 'temperature': 0.0}}
-    p['provider'] = 'openai_compatible'
-    p['confirm_send'] = 'never'
-    yield p
-    for k, v in saved.items():
-        p[k] = v
+def prefs(prefs, tiny):
+    """The plugin's preferences (kept as they were by the suite's fixture), asking the tiny server."""
+    use_server(prefs, tiny.base_url)
+    return prefs
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.grounding.scopes import CLOSE, OPEN, passage_texts
 from calibre_plugins.bookai.library.discussion import DiscussionWindow
-from peers import LlamaServer
+from peers import LlamaServer, use_server
 from sandbox import stand_in_gui, wait_until
 
 QUESTION = 'What does the lighthouse keeper write in his log?'
@@ -66,10 +66,7 @@ def server(tmp_path):
 
 def test_the_book_is_sent_as_data(qapp, prefs, sandbox, tmp_path, server):
     from calibre.library import db
-    prefs['providers'] = {'openai_compatible': {'base_url': server.base_url + '/v1', 'model': 'tiny',
-                                                'temperature': 0.0}}
-    prefs['provider'] = 'openai_compatible'
-    prefs['confirm_send'] = 'never'
+    use_server(prefs, server.base_url)
     path = sandbox.make_library(hostile_epub(tmp_path / 'keeper.epub'))
     books = BookLibrary(db(str(path)).new_api, History(str(tmp_path / 'history')))
     w = DiscussionWindow(books, Conversation.about(books, [1]), stand_in_gui())

@@ -14,7 +14,7 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.gui.render import markdown_to_html
 from calibre_plugins.bookai.library.discussion import DiscussionWindow
-from peers import LlamaServer, http
+from peers import LlamaServer, http, use_server
 from sandbox import quick_start_epub, wait_until
 
 TOKENS = 48
@@ -31,13 +31,6 @@ def endless():
     """A server whose answers go on until stopped."""
     with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', '100000')) as server:
         yield server
-
-
-def use_server(prefs, server, confirm='never'):
-    prefs['providers'] = {'openai_compatible': {'base_url': server.base_url + '/v1', 'model': 'tiny',
-                                                'temperature': 0.0}}
-    prefs['provider'] = 'openai_compatible'
-    prefs['confirm_send'] = confirm
 
 
 @pytest.fixture
@@ -78,7 +71,7 @@ def squeeze(text):
 
 
 def test_a_quick_action_shows_what_the_server_sent(qapp, prefs, tiny, books, artifacts):
-    use_server(prefs, tiny)
+    use_server(prefs, tiny.base_url)
     w = window(books)
     summarize = next(b for b in w.action_buttons if b.text() == 'Summarize')
     expected = direct_text(tiny, w.conv.messages_for('Provide a concise summary of the previously described book.'))
@@ -102,7 +95,7 @@ def test_a_quick_action_shows_what_the_server_sent(qapp, prefs, tiny, books, art
 
 
 def test_three_books_in_one_conversation(qapp, prefs, tiny, books):
-    use_server(prefs, tiny)
+    use_server(prefs, tiny.base_url)
     w = window(books, (1, 2, 3))
     assert 'Discussing 3 books' in w.books_label.text()
     context = w.conv.messages_for('q')[0].text
@@ -115,7 +108,7 @@ def test_three_books_in_one_conversation(qapp, prefs, tiny, books):
 
 
 def test_shift_enter_starts_a_new_line(qapp, prefs, tiny, books):
-    use_server(prefs, tiny)
+    use_server(prefs, tiny.base_url)
     w = window(books)
     from qt.core import QKeyEvent, QEvent, Qt
     w.panel.question.setPlainText('one')
@@ -127,7 +120,7 @@ def test_shift_enter_starts_a_new_line(qapp, prefs, tiny, books):
 
 def start_a_long_answer(prefs, server, books):
     """A window whose answer is streaming (ten chunks in), and where the server's log was then."""
-    use_server(prefs, server)
+    use_server(prefs, server.base_url)
     w = window(books)
     log_start = len(server.log())
     w.panel.question.setPlainText('Tell me everything.')
@@ -161,7 +154,7 @@ def test_closing_mid_answer_stops_it_and_keeps_what_came(qapp, prefs, endless, b
 
 def test_a_server_that_is_down_keeps_the_conversation(qapp, prefs, books):
     server = LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', '16'))
-    use_server(prefs, server)
+    use_server(prefs, server.base_url)
     w = window(books)
     w.panel.question.setPlainText('First question')
     w.panel.send_button.click()
@@ -176,7 +169,7 @@ def test_a_server_that_is_down_keeps_the_conversation(qapp, prefs, books):
     assert 'First question' in text and 'Second question' in text and failed.error in text
     assert w.panel.retry_button.isVisible()
     server.start()
-    use_server(prefs, server)  # the restarted server listens on a new port
+    use_server(prefs, server.base_url)  # the restarted server listens on a new port
     w.panel.retry_button.click()
     retried = answered(w)
     assert retried.question == 'Second question' and retried.answer and not retried.error
@@ -210,7 +203,7 @@ def accept_next_dialog(check=None):
 
 
 def test_an_online_provider_shows_what_will_be_sent_first(qapp, prefs, tiny, books, artifacts):
-    use_server(prefs, tiny, confirm='first')
+    use_server(prefs, tiny.base_url, confirm='first')
     # an online provider: the same server, reached as OpenRouter would be
     prefs['providers'] = dict(prefs['providers'], openrouter={'base_url': tiny.base_url + '/v1', 'model': 'tiny'})
     prefs['provider'] = 'openrouter'
@@ -239,7 +232,7 @@ def test_an_online_provider_shows_what_will_be_sent_first(qapp, prefs, tiny, boo
 
 
 def test_save_to_book_appends_to_comments_and_a_custom_column(qapp, prefs, tiny, books, sandbox, tmp_path):
-    use_server(prefs, tiny)
+    use_server(prefs, tiny.base_url)
     db = books.db
     db.create_custom_column('aianswers', 'AI answers', 'comments', False, display={'interpret_as': 'long-text'})
     from calibre.library import db as open_db
@@ -270,7 +263,7 @@ def test_save_to_book_appends_to_comments_and_a_custom_column(qapp, prefs, tiny,
 
 
 def test_history_reopens_a_conversation_after_a_restart(qapp, prefs, tiny, books):
-    use_server(prefs, tiny)
+    use_server(prefs, tiny.base_url)
     w = window(books)
     w.panel.question.setPlainText('Remember this.')
     w.panel.send_button.click()

@@ -22,7 +22,7 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.gui.worker import StreamRelay
 from calibre_plugins.bookai.library.discussion import DiscussionWindow
-from peers import AiMock, LlamaServer, http
+from peers import AiMock, LlamaServer, http, use_server
 from sandbox import quick_start_epub
 from providers.scripted_server import Reply, ScriptedServer, sse  # tests/providers: the scripted fake
 
@@ -38,13 +38,6 @@ def tiny_server(tokens, *extra):
 def tiny():
     with tiny_server(32) as server:
         yield server
-
-
-def use_url(prefs, base_url, **settings):
-    prefs['providers'] = {'openai_compatible': dict({'base_url': base_url + '/v1', 'model': 'tiny',
-                                                     'temperature': 0.0}, **settings)}
-    prefs['provider'] = 'openai_compatible'
-    prefs['confirm_send'] = 'never'
 
 
 @pytest.fixture
@@ -87,7 +80,7 @@ def streaming_text(w, parts=10):
 
 
 def window_with_a_first_answer(books, prefs, server, book_id=1):
-    use_url(prefs, server.base_url)
+    use_server(prefs, server.base_url)
     w = window(books, book_id)
     send(w, FIRST)
     turn = answered(w)
@@ -136,7 +129,7 @@ def assert_recovered(w, threads, words, books=None):
 def test_a_server_that_stalls_mid_answer_times_out_in_words(qapp, prefs, books, tiny):
     w = window_with_a_first_answer(books, prefs, tiny)
     with tiny_server(100000) as server:  # its answers go on until stopped
-        use_url(prefs, server.base_url, read_timeout=1.0)  # the longest silence, as set in the settings
+        use_server(prefs, server.base_url, read_timeout=1.0)  # the longest silence, as set in the settings
         threads = other_threads()
         send(w, SECOND)
         streaming_text(w)
@@ -154,7 +147,7 @@ def test_a_server_killed_mid_answer(qapp, prefs, books, tiny):
     w = window_with_a_first_answer(books, prefs, tiny)
     server = tiny_server(100000)
     try:
-        use_url(prefs, server.base_url)
+        use_server(prefs, server.base_url)
         threads = other_threads()
         send(w, SECOND)
         streaming_text(w)
@@ -184,7 +177,7 @@ def test_what_no_real_server_sends(qapp, prefs, books, tiny, reply, words):
     w = window_with_a_first_answer(books, prefs, tiny)
     with ScriptedServer([]) as scripted:
         scripted.replies.append(reply)
-        use_url(prefs, scripted.url)  # the same conversation, now answered by a server gone wrong
+        use_server(prefs, scripted.url)  # the same conversation, now answered by a server gone wrong
         threads = other_threads()
         send(w, SECOND)
         turn = answered(w)
@@ -202,7 +195,7 @@ def test_a_reply_that_is_not_a_stream_from_aimock(qapp, prefs, books, tiny, tmp_
         {'match': {'userMessage': SECOND}, 'response': {'content': 'never seen'}, 'chaos': {'malformedRate': 1}}]}))
     w = window_with_a_first_answer(books, prefs, tiny)
     with AiMock(fixtures) as mock:
-        use_url(prefs, mock.base_url)
+        use_server(prefs, mock.base_url)
         threads = other_threads()
         send(w, SECOND)
         turn = answered(w)
@@ -213,7 +206,7 @@ def test_a_reply_that_is_not_a_stream_from_aimock(qapp, prefs, books, tiny, tmp_
 
 def test_a_server_restarted_between_two_questions(qapp, prefs, books):
     with tiny_server(32) as server:
-        use_url(prefs, server.base_url)
+        use_server(prefs, server.base_url)
         w = window(books)
         send(w, FIRST)
         first = answered(w)
@@ -253,7 +246,7 @@ def test_two_windows_and_the_viewer_panel_streaming_at_once(qapp, prefs, books, 
         {'match': {'userMessage': match}, 'response': {'content': answer}, 'chunkSize': 8, 'latency': 15}
         for match, answer in zip(('about?', 'for?', 'viewer shows books'), answers)]}))
     with AiMock(fixtures) as mock:
-        use_url(prefs, mock.base_url)
+        use_server(prefs, mock.base_url)
         windows = [window(books, 1), window(books, 2)]
         viewer = viewer_panel('The calibre E-book viewer shows books.')
         panels = [w.panel for w in windows] + [viewer.panel]
@@ -281,14 +274,14 @@ def test_two_windows_and_the_viewer_panel_streaming_at_once(qapp, prefs, books, 
 def test_a_new_chat_mid_answer_then_a_question_gets_only_its_own_answer(qapp, prefs, books, tiny):
     """The stopped answer's last pieces, still on their way, never land in the next one."""
     with tiny_server(100000) as endless:
-        use_url(prefs, endless.base_url)
+        use_server(prefs, endless.base_url)
         w = window(books)
         send(w, FIRST)
         streaming_text(w)
         threads = other_threads()
         w.panel.new_chat()  # stops the answer that is coming, and starts afresh at once
         assert not w.panel.streaming and not w.conv.turns
-        use_url(prefs, tiny.base_url)
+        use_server(prefs, tiny.base_url)
         expected = direct_text(tiny, w.conv.messages_for(SECOND))
         send(w, SECOND)  # before the stopped stream's last pieces arrive
         turn = answered(w)

@@ -16,7 +16,7 @@ from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.grounding.scopes import passage_texts
 from calibre_plugins.bookai.library.discussion import DiscussionWindow
-from peers import LlamaServer, http
+from peers import LlamaServer, http, use_server
 from sandbox import quick_start_epub, stand_in_gui, wait_until
 
 QUESTION = 'How do I convert an ebook to another format?'
@@ -26,13 +26,6 @@ QUESTION = 'How do I convert an ebook to another format?'
 def tiny():
     with LlamaServer('tiny', alias='tiny', ctx=16384, extra_args=('--temp', '0', '-n', '24')) as server:
         yield server
-
-
-def use_server(prefs, server, confirm='never'):
-    prefs['providers'] = {'openai_compatible': {'base_url': server.base_url + '/v1', 'model': 'tiny',
-                                                'temperature': 0.0}}
-    prefs['provider'] = 'openai_compatible'
-    prefs['confirm_send'] = confirm
 
 
 @pytest.fixture(scope='module')
@@ -91,7 +84,7 @@ def save_reading_position(books, book_id, fraction):
 
 
 def test_book_text_is_off_until_the_reader_turns_it_on(qapp, prefs, gui, books, tiny):
-    use_server(prefs, tiny)
+    use_server(prefs, tiny.base_url)
     prefs['book_text'] = False
     w = window(gui, books)
     row = w.panel.scope_row
@@ -114,7 +107,7 @@ def test_book_text_is_off_until_the_reader_turns_it_on(qapp, prefs, gui, books, 
 
 
 def test_passages_stop_at_the_saved_reading_position(qapp, prefs, gui, books, tiny, artifacts):
-    use_server(prefs, tiny)
+    use_server(prefs, tiny.base_url)
     book, cfi = save_reading_position(books, 1, 0.4)
     w = window(gui, books)
     w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('position'))
@@ -141,7 +134,7 @@ def test_passages_stop_at_the_saved_reading_position(qapp, prefs, gui, books, ti
 
 
 def test_without_a_saved_position_nothing_is_sent(qapp, prefs, gui, books, tiny):
-    use_server(prefs, tiny)
+    use_server(prefs, tiny.base_url)
     w = window(gui, books)
     w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('position'))
     assert ask(w, 'What happens next?') is None
@@ -151,7 +144,7 @@ def test_without_a_saved_position_nothing_is_sent(qapp, prefs, gui, books, tiny)
 
 
 def test_citations_link_to_their_passages(qapp, prefs, gui, books, tiny, artifacts):
-    use_server(prefs, tiny)
+    use_server(prefs, tiny.base_url)
     w = window(gui, books)
     w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('book'))
     turn = ask(w)
@@ -182,7 +175,7 @@ def test_citations_link_to_their_passages(qapp, prefs, gui, books, tiny, artifac
 
 
 def test_consent_before_book_text_goes_to_an_online_provider(qapp, prefs, gui, books, tiny):
-    use_server(prefs, tiny)
+    use_server(prefs, tiny.base_url)
     prefs['providers'] = dict(prefs['providers'], openrouter={'base_url': tiny.base_url + '/v1', 'model': 'tiny'})
     prefs['provider'] = 'openrouter'
     prefs['book_text_consent'] = []
@@ -223,7 +216,7 @@ def test_consent_before_book_text_goes_to_an_online_provider(qapp, prefs, gui, b
 
 
 def test_other_formats_are_read_through_a_calibre_job(qapp, prefs, gui, books, tiny):
-    use_server(prefs, tiny)
+    use_server(prefs, tiny.base_url)
     assert books.db.formats(2) == ('AZW3',)
     jobs_before = len(gui.job_manager.jobs)
     w = window(gui, books, (2,))
@@ -240,7 +233,7 @@ def test_other_formats_are_read_through_a_calibre_job(qapp, prefs, gui, books, t
 
 
 def test_stop_while_the_book_is_converted(qapp, prefs, gui, books, tiny):
-    use_server(prefs, tiny)
+    use_server(prefs, tiny.base_url)
     from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
     TextCache(default_folder()).drop(books.library_id, 2)
     w = window(gui, books, (2,))
@@ -268,7 +261,7 @@ def test_passages_ranked_by_meaning_with_a_local_provider(qapp, prefs, gui, book
     with LlamaServer('tiny', alias='tiny', ctx=16384,
                      extra_args=('--temp', '0', '-n', '16', '--embeddings', '--pooling', 'mean',
                                  '--ubatch-size', '2048', '--batch-size', '2048')) as server:
-        use_server(prefs, server)
+        use_server(prefs, server.base_url)
         prefs['retrieval'] = 'embeddings'
         w = window(gui, books)
         w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('book'))
@@ -297,7 +290,7 @@ def test_ranking_by_meaning_that_fails_falls_back_to_words(qapp, prefs, gui, boo
     model's long passages): said in words, and the passages are ranked by their words."""
     with LlamaServer('tiny', alias='tiny', ctx=16384,
                      extra_args=('--temp', '0', '-n', '16', '--embeddings', '--pooling', 'mean')) as server:
-        use_server(prefs, server)
+        use_server(prefs, server.base_url)
         prefs['retrieval'] = 'embeddings'
         w = window(gui, books)
         w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('book'))

@@ -16,8 +16,7 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.library.discussion import DiscussionWindow
 from calibre_plugins.bookai.library.save_to_book import append_note
-from calibre_plugins.bookai.settings.prefs import plugin_prefs
-from peers import LlamaServer
+from peers import LlamaServer, use_server
 from sandbox import quick_start_epub, wait_until
 
 
@@ -28,15 +27,10 @@ def tiny():
 
 
 @pytest.fixture
-def prefs(tiny):
-    p = plugin_prefs()
-    saved = {k: p[k] for k in p.defaults}
-    p['providers'] = {'openai_compatible': {'base_url': tiny.base_url + '/v1', 'model': 'tiny', 'temperature': 0.0}}
-    p['provider'] = 'openai_compatible'
-    p['confirm_send'] = 'never'
-    yield p
-    for k, v in saved.items():
-        p[k] = v
+def prefs(prefs, tiny):
+    """The plugin's preferences (kept as they were by the suite's fixture), asking the tiny server."""
+    use_server(prefs, tiny.base_url)
+    return prefs
 
 
 @pytest.fixture

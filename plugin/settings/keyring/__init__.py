@@ -19,6 +19,19 @@ class StoreError(Exception):
     """The store failed while in use. The message never holds a secret."""
 
 
+class UnlistedStore:
+    """A store Book AI cannot search for its own secrets (the Keychain, the Credential Manager):
+    delete_all() goes by the (provider, name) pairs given."""
+
+    def delete_all(self, names):
+        count = 0
+        for provider, name in names:
+            if self.get(provider, name):
+                count += 1
+            self.delete(provider, name)
+        return count
+
+
 def open_system_store():
     import sys
     if sys.platform == 'win32':

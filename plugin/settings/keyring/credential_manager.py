@@ -5,7 +5,7 @@ advapi32's CredWriteW, CredReadW, CredDeleteW and CredFree (wincred.h), through 
 import ctypes
 from ctypes import wintypes
 
-from calibre_plugins.bookai.settings.keyring import StoreError, Unavailable
+from calibre_plugins.bookai.settings.keyring import StoreError, Unavailable, UnlistedStore
 
 CRED_TYPE_GENERIC = 1
 CRED_PERSIST_LOCAL_MACHINE = 2  # kept across log-ons, on this computer only
@@ -48,7 +48,7 @@ def credential(provider, name, value):
     return c, blob
 
 
-class CredentialManager:
+class CredentialManager(UnlistedStore):
 
     label = 'Credential Manager'
 
@@ -93,12 +93,3 @@ class CredentialManager:
         if not self.remove(target(provider, name), CRED_TYPE_GENERIC, 0):
             if ctypes.get_last_error() != ERROR_NOT_FOUND:
                 raise self.failed('CredDeleteW')
-
-    def delete_all(self, names):
-        """The secrets of the (provider, name) pairs given."""
-        count = 0
-        for provider, name in names:
-            if self.get(provider, name):
-                count += 1
-            self.delete(provider, name)
-        return count

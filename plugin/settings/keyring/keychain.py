@@ -4,7 +4,7 @@ generic passwords of service SERVICE, one account per provider/name."""
 
 import subprocess
 
-from calibre_plugins.bookai.settings.keyring import StoreError, Unavailable
+from calibre_plugins.bookai.settings.keyring import StoreError, Unavailable, UnlistedStore
 
 SECURITY = '/usr/bin/security'
 SERVICE = 'calibre-bookai'
@@ -29,7 +29,7 @@ def delete_args(provider, name):
     return [SECURITY, 'delete-generic-password', '-s', SERVICE, '-a', account(provider, name)]
 
 
-class Keychain:
+class Keychain(UnlistedStore):
 
     label = 'Keychain'
 
@@ -57,12 +57,3 @@ class Keychain:
 
     def delete(self, provider, name):
         self.run(delete_args(provider, name), ok=(0, NOT_FOUND))
-
-    def delete_all(self, names):
-        """The secrets of the (provider, name) pairs given: the Keychain is not searched."""
-        count = 0
-        for provider, name in names:
-            if self.get(provider, name):
-                count += 1
-            self.delete(provider, name)
-        return count

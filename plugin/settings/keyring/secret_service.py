@@ -18,6 +18,11 @@ APPLICATION = 'calibre-bookai'  # the attribute that marks Book AI's items
 NO_PROMPT = '/'
 
 
+def message(path, interface, method, signature=None, *body):
+    from jeepney import DBusAddress, new_method_call
+    return new_method_call(DBusAddress(path, bus_name=BUS_NAME, interface=interface), method, signature, body)
+
+
 def attributes(provider=None, name=None):
     attrs = {'application': APPLICATION}
     if provider is not None:
@@ -34,7 +39,6 @@ class SecretService:
         password: they get prompt_timeout seconds). Raises Unavailable if any of it fails."""
         self.prompt_timeout, self.call_timeout = prompt_timeout, call_timeout
         try:
-            from jeepney import DBusAddress  # noqa: F401
             from jeepney.io.blocking import open_dbus_connection
         except ImportError:
             raise Unavailable('jeepney is missing') from None
@@ -53,9 +57,9 @@ class SecretService:
             raise Unavailable(str(e)) from None
 
     def call(self, path, interface, method, signature=None, *body):
-        from jeepney import DBusAddress, DBusErrorResponse, new_method_call
+        from jeepney import DBusErrorResponse
         from jeepney.wrappers import unwrap_msg
-        msg = new_method_call(DBusAddress(path, bus_name=BUS_NAME, interface=interface), method, signature, body)
+        msg = message(path, interface, method, signature, *body)
         try:
             return unwrap_msg(self.conn.send_and_get_reply(msg, timeout=self.call_timeout))
         except DBusErrorResponse as e:
@@ -67,7 +71,6 @@ class SecretService:
         """Show the service's prompt (a password, a confirmation) and wait for the user."""
         if path == NO_PROMPT:
             return
-        from jeepney import new_method_call
         from jeepney.bus_messages import MatchRule, message_bus
         rule = MatchRule(type='signal', interface=PROMPT, member='Completed', path=path)
         self.conn.send_and_get_reply(message_bus.AddMatch(rule), timeout=self.call_timeout)
@@ -76,8 +79,7 @@ class SecretService:
             try:
                 dismissed, result = self.conn.recv_until_filtered(completed, timeout=self.prompt_timeout).body
             except TimeoutError:
-                from jeepney import DBusAddress
-                self.conn.send(new_method_call(DBusAddress(path, bus_name=BUS_NAME, interface=PROMPT), 'Dismiss'))
+                self.conn.send(message(path, PROMPT, 'Dismiss'))
                 raise Unavailable('the prompt was not answered') from None
         if dismissed:
             raise Unavailable('the prompt was dismissed')
@@ -113,12 +115,14 @@ class SecretService:
         self.confirm(prompt)
 
     def delete(self, provider, name):
-        for item in self.items(attributes(provider, name)):
-            self.confirm(self.call(item, ITEM, 'Delete')[0])
+        self.delete_items(attributes(provider, name))
 
     def delete_all(self, names=()):
         """Book AI's every secret, found by its mark. The number deleted."""
-        items = self.items(attributes())
+        return self.delete_items(attributes())
+
+    def delete_items(self, attrs):
+        items = self.items(attrs)
         for item in items:
             self.confirm(self.call(item, ITEM, 'Delete')[0])
         return len(items)

@@ -19,7 +19,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import Report, later  # noqa: E402
+from report import Report, later, modal  # noqa: E402
 
 report = Report(started=False, probed=False)
 if os.environ.get('BOOKAI_PROBE_SOCKETS'):  # first of all: every connection of the process is seen
@@ -119,30 +119,25 @@ def probe(gui):
 def settings_texts(gui):
     """The settings dialog's texts: its title, tabs, labels and buttons (for the translations);
     a screenshot of it in $BOOKAI_PROBE_SETTINGS."""
-    from qt.core import QAbstractButton, QApplication, QLabel, QTabWidget, QTimer
+    from qt.core import QAbstractButton, QLabel, QTabWidget, QTimer
 
-    def grab():
-        d = QApplication.activeModalWidget()
-        if d is None:
-            return QTimer.singleShot(50, grab)
+    def texts(d):
         tabs = d.findChild(QTabWidget)
-        report['settings'] = {
+        return {
             'title': d.windowTitle(),
             'tabs': [tabs.tabText(i) for i in range(tabs.count())],
             'labels': [w.text() for w in d.findChildren(QLabel) if w.text()],
             'buttons': [w.text() for w in d.findChildren(QAbstractButton) if w.text()],
         }
-        d.grab().save(os.environ['BOOKAI_PROBE_SETTINGS'])
-        d.reject()
-        QTimer.singleShot(0, lambda: gui.quit(confirm_quit=False))
-    QTimer.singleShot(50, grab)
+    QTimer.singleShot(50, lambda: modal(report, 'settings', lambda: gui.quit(confirm_quit=False),
+                                        shot=os.environ['BOOKAI_PROBE_SETTINGS'], record=texts))
     gui.iactions['Book AI'].show_settings()
 
 
 def discuss(gui):
     """Select the first book, press the Discuss shortcut's action, run a quick action, wait for
     the answer, open the settings both ways; screenshots of each."""
-    from qt.core import QApplication, QTimer
+    from qt.core import QTimer
     shots = os.environ.get('BOOKAI_PROBE_SHOTS', '')
     gui.library_view.select_rows([1])
     ac = gui.iactions['Book AI']
@@ -192,14 +187,7 @@ def discuss(gui):
         QTimer.singleShot(50, answered)
 
     def grab_modal(name, then):
-        d = QApplication.activeModalWidget()
-        if d is None:
-            return QTimer.singleShot(50, lambda: grab_modal(name, then))
-        report[name] = d.windowTitle()
-        if shots:
-            d.grab().save(os.path.join(shots, name + '.png'))
-        d.reject()
-        QTimer.singleShot(0, then)
+        modal(report, name, then, shot=os.path.join(shots, name + '.png') if shots else None)
 
     def settings_by_menu():
         QTimer.singleShot(50, lambda: grab_modal('settings_from_menu', customize))
@@ -227,17 +215,6 @@ def steps(*funcs):
             report.write()
             funcs[i](lambda: QTimer.singleShot(0, lambda: go(i + 1)))
     go(0)
-
-
-def modal(name, then):
-    """Once a modal dialog is up: its title in report[name], then reject it and then()."""
-    from qt.core import QApplication, QTimer
-    d = QApplication.activeModalWidget()
-    if d is None:
-        return QTimer.singleShot(50, lambda: modal(name, then))
-    report[name] = d.windowTitle()
-    d.reject()
-    QTimer.singleShot(0, then)
 
 
 def shown(w):
@@ -277,7 +254,7 @@ def features(gui):
         def preview():
             seen['discuss'] = shown(w)
             if w.panel.provider is not None:  # the dialog shows what goes where
-                QTimer.singleShot(50, lambda: modal('preview', close))
+                QTimer.singleShot(50, lambda: modal(report, 'preview', close))
             w.panel.show_preview()
             if w.panel.provider is None:
                 close()
@@ -332,7 +309,7 @@ def features(gui):
         done()
 
     def settings(done):
-        QTimer.singleShot(50, lambda: modal('settings', done))
+        QTimer.singleShot(50, lambda: modal(report, 'settings', done))
         by_name['settings'].trigger()
 
     def quit(done):

@@ -50,3 +50,17 @@ def later(report, condition, then, timeout=120):
             return then()
         QTimer.singleShot(50, check)
     check()
+
+
+def modal(into, name, then, shot=None, record=lambda d: d.windowTitle()):
+    """Once a modal dialog is up: into[name] = record(dialog) (its title), a screenshot of it
+    at shot if given; then reject it and then()."""
+    from qt.core import QApplication, QTimer
+    d = QApplication.activeModalWidget()
+    if d is None:
+        return QTimer.singleShot(50, lambda: modal(into, name, then, shot, record))
+    into[name] = record(d)
+    if shot:
+        d.grab().save(shot)
+    d.reject()
+    QTimer.singleShot(0, then)

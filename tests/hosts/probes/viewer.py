@@ -27,7 +27,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import Report, later as report_later  # noqa: E402
+from report import Report, later as report_later, modal  # noqa: E402
 
 report = Report(loaded=None, rendered=False)
 if os.environ.get('BOOKAI_PROBE_SOCKETS'):  # first of all: every connection of the process is seen
@@ -203,7 +203,7 @@ def features(viewer):
     """Each thing the panel does, as the reader does it: a question typed before any selection,
     a quick action on the selected text, What will be sent, Settings. What each showed goes in
     report['features'] (with or without a provider set up)."""
-    from qt.core import QApplication, QTimer
+    from qt.core import QTimer
     ask_panel = open_panel(viewer)
     p = ask_panel.panel
     seen = report['features'] = {'opened': p.chat.toPlainText()}
@@ -229,23 +229,15 @@ def features(viewer):
     def preview():
         seen['quick_action'] = {'chat': p.chat.toPlainText(), 'answers': [t.answer for t in p.conv.turns]}
         if p.provider is not None:
-            QTimer.singleShot(50, lambda: modal('preview', settings))
+            QTimer.singleShot(50, lambda: modal(seen, 'preview', settings))
         p.show_preview()
         if p.provider is None:
             settings()
 
     def settings():
         seen['preview_chat'] = p.chat.toPlainText()
-        QTimer.singleShot(50, lambda: modal('settings', viewer.close))
+        QTimer.singleShot(50, lambda: modal(seen, 'settings', viewer.close))
         p.settings_button.click()
-
-    def modal(name, then):
-        d = QApplication.activeModalWidget()
-        if d is None:
-            return QTimer.singleShot(50, lambda: modal(name, then))
-        seen[name] = d.windowTitle()
-        d.reject()
-        QTimer.singleShot(0, then)
     typed()
 
 
