@@ -26,7 +26,15 @@ RUNS = 5
 
 
 def load_ours():
-    spec = importlib.util.spec_from_file_location('bookai_streams', HERE.parent / 'plugin' / 'core' / 'streams.py')
+    core = HERE.parent / 'plugin' / 'core'
+    spec = importlib.util.spec_from_file_location('calibre_plugins.bookai.core.limits', core / 'limits.py')
+    limits = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(limits)
+    for name in ('calibre_plugins', 'calibre_plugins.bookai', 'calibre_plugins.bookai.core'):
+        sys.modules.setdefault(name, type(sys)(name))
+    sys.modules['calibre_plugins.bookai.core'].limits = limits
+    sys.modules['calibre_plugins.bookai.core.limits'] = limits
+    spec = importlib.util.spec_from_file_location('bookai_streams', core / 'streams.py')
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.SSEDecoder

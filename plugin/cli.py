@@ -8,21 +8,66 @@
         [--scope metadata|selection|chapter|position|book] [--position FRACTION] [--text TEXT] [--show-sent]
     ask-library QUESTION --library PATH [--book ID...] [--provider NAME] [--model ID] [--json] [--show-sent]
 
-Exit codes: 0 done, 2 bad usage, 3 provider not configured (or, for ask-library, the
-library has no full-text index), 4 provider error, 5 nothing in the library matches;
-each failure with one sentence on standard error. An API key is never taken
-from the command line itself: api_key=- reads it from standard input,
-api_key=env:NAME from the environment variable NAME.
+Exit codes: 0 done, 2 bad usage (also: book text asked for up to the reader's place
+when no place is known; nothing is sent), 3 provider not configured (or, for
+ask-library, the library has no full-text index), 4 provider error, 5 nothing in the
+library matches, 6 the settings or the conversation could not be written (the answer
+was given; a damaged settings file is kept under a new name first), 130 stopped by
+Ctrl-C (what came of the answer is kept in the history, as Stop does in a window);
+each failure with one sentence on standard error.
+
+What is printed can come from outside (a service's answer, reasoning and errors, model
+names, a book's text): a control character in it could steer the terminal (OSC 52
+writes the clipboard, CSI 2J clears the screen). Everything goes through say() or,
+with --json, emit(): plain output shows each control character but line feed and tab
+(C0, DEL, C1) as \\xNN, ESC as \\x1b; JSON escapes those and U+2028, U+2029 as \\uNNNN.
+
+An API key is never taken from the command line itself: api_key=- reads it from
+standard input, api_key=env:NAME from the environment variable NAME; an empty one is
+refused, and configure PROVIDER --forget-key deletes the stored key. Every value given
+to configure is checked (providers.base.Option) before anything is saved.
 """
 
 import argparse
+import io
 import json
 import os
+import re
+import signal
 import sys
+import threading
+from contextlib import contextmanager
+from typing import TextIO
 
 load_translations()
 
 OK, USAGE, NOT_CONFIGURED, PROVIDER_ERROR = 0, 2, 3, 4
+NOT_WRITTEN = 6  # the settings, or the conversation in the History, could not be written
+STOPPED = 130  # Ctrl-C, by the shell's convention (128 + SIGINT)
+
+# Shown escaped: C0 but line feed and tab, DEL, C1; also lone surrogates, which no terminal can be sent.
+CONTROL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]')
+# What json.dumps(ensure_ascii=False) leaves raw and a terminal or a JSON-lines reader may obey.
+JSON_RAW = re.compile('[\x7f-\x9f\u2028\u2029\ud800-\udfff]')
+
+
+def shown(text: str) -> str:
+    """text with its control characters visible and inert: ESC as \\x1b, U+009B as \\x9b."""
+    return CONTROL.sub(lambda m: f'\\x{ord(m.group()):02x}' if m.group() < '\u0100' else f'\\u{ord(m.group()):04x}',
+                       text)
+
+
+def say(stream: TextIO, text: str = '', end: str = '\n') -> None:
+    """Print text (from anywhere) on the command line's output: the one writer of plain output."""
+    stream.write(shown(text) + end)
+    stream.flush()
+
+
+def emit(stream: TextIO, event: dict) -> None:
+    """One --json event on a line of its own: the one writer of JSON output."""
+    line = json.dumps(event, ensure_ascii=False)
+    stream.write(JSON_RAW.sub(lambda m: f'\\u{ord(m.group()):04x}', line) + '\n')
+    stream.flush()
 
 
 class Exit(Exception):
@@ -53,6 +98,7 @@ def parser():
     c.add_argument('provider', metavar='PROVIDER')
     c.add_argument('settings', nargs='*', metavar='key=value')
     c.add_argument('--use', action='store_true', help=_('Make it the provider answers come from'))
+    c.add_argument('--forget-key', action='store_true', help=_('Delete the API key stored for PROVIDER'))
     a = sub.add_parser('ask', help=_('Ask about books of a library; the answer streams to standard output'))
     a.add_argument('--library', required=True, metavar='PATH', help=_('The calibre library folder'))
     a.add_argument('--book', required=True, action='append', type=int, metavar='ID', help=_('A book id (repeatable)'))
@@ -98,12 +144,14 @@ def main(argv, stdin=None, stdout=None, stderr=None):
         args = p.parse_args(argv)
         if not args.command:
             raise Exit(USAGE, _('Name a command: providers, models, configure, ask or ask-library.'))
+        settings_problems(stderr)
         return COMMANDS[args.command](args, stdin, stdout)
     except Exit as e:
-        print(e.sentence, file=stderr)
+        say(stderr, e.sentence)
         return e.code
-    except KeyboardInterrupt:
-        return PROVIDER_ERROR
+    except KeyboardInterrupt:  # Ctrl-C outside an answer (an answer stops as stream_answer says)
+        say(stderr, _('Stopped.'))
+        return STOPPED
 
 
 def provider_named(name, **kw):
@@ -124,11 +172,11 @@ def cmd_providers(args, stdin, stdout):
         mark = '*' if name == current else ' '
         state = _('ready') if not problem else problem
         where = _('local') if p.is_local else _('online')
-        print(f'{mark} {name:18} {p.display_name} ({where}): {state}', file=stdout)
+        say(stdout, f'{mark} {name:18} {p.display_name} ({where}): {state}')
         options = ', '.join(o.name for o in p.all_options() if o.name not in ('api_key', 'enabled'))
-        print('    ' + _('options: {options}').format(options=options), file=stdout)
+        say(stdout, '    ' + _('options: {options}').format(options=options))
     if not current:
-        print(_('No provider is chosen yet: "configure PROVIDER ... --use" chooses one.'), file=stdout)
+        say(stdout, _('No provider is chosen yet: "configure PROVIDER ... --use" chooses one.'))
     return OK
 
 
@@ -142,7 +190,7 @@ def cmd_models(args, stdin, stdout):
     except ProviderError as e:
         raise Exit(PROVIDER_ERROR, str(e)) from None
     for m in models:
-        print(m.id if m.display_name == m.id else f'{m.id}\t{m.display_name}', file=stdout)
+        say(stdout, m.id if m.display_name == m.id else f'{m.id}\t{m.display_name}')
     return OK
 
 
@@ -171,36 +219,95 @@ def cmd_configure(args, stdin, stdout):
             except ValueError as e:
                 raise Exit(USAGE, f'{name}: {e}') from None
     prefs = plugin_prefs()
-    providers = dict(prefs['providers'])
-    providers[p.name] = dict(providers.get(p.name, {}), **values)
-    prefs['providers'] = providers
+    told = settings_problems(io.StringIO())
+    with written(prefs):
+        providers = dict(prefs['providers'])
+        providers[p.name] = dict(providers.get(p.name, {}), **values)
+        prefs['providers'] = providers  # a damaged file is set aside first
+    if args.forget_key:
+        with written(p.secrets.config):
+            p.secrets.delete(p.name, 'api_key')
     if key is not None:
         from calibre_plugins.bookai.settings.keyring import StoreError
         from calibre_plugins.bookai.settings.secrets import not_kept
         try:
-            p.secrets.set(p.name, 'api_key', key)
+            with written(p.secrets.config):
+                p.secrets.set(p.name, 'api_key', key)
         except StoreError:
             raise Exit(NOT_CONFIGURED, not_kept(p.display_name)) from None
     if args.use or not prefs['provider']:
-        prefs['provider'] = p.name
+        with written(prefs):
+            prefs['provider'] = p.name
+    settings_problems(sys.stderr, told)
     configured = provider_named(p.name)
     problem = configured.missing_setup()
-    print(problem or _('{provider} is ready.').format(provider=configured.display_name), file=stdout)
+    say(stdout, problem or _('{provider} is ready.').format(provider=configured.display_name))
     if prefs['provider'] == p.name:
-        print(_('Answers come from {provider}.').format(provider=configured.display_name), file=stdout)
+        say(stdout, _('Answers come from {provider}.').format(provider=configured.display_name))
     return OK
 
 
-def read_key(text, stdin):
+def read_key(text: str, stdin: TextIO) -> str:
+    """The key api_key=- (standard input) or api_key=env:NAME gives; never empty: deleting
+    the stored key is --forget-key."""
     if text == '-':
-        return stdin.readline().strip()
+        value = stdin.readline().strip()
+        if not value:
+            raise Exit(USAGE, _('No key came on standard input, so the stored key is kept. To delete it, use '
+                                '--forget-key.'))
+        return checked_key(value)
     if text.startswith('env:'):
         value = os.environ.get(text[4:], '').strip()
         if not value:
             raise Exit(USAGE, _('The environment variable {name} is empty or not set.').format(name=text[4:]))
-        return value
+        return checked_key(value)
     raise Exit(USAGE, _('An API key is not given on the command line, where other users and the shell history '
                         'can see it: use api_key=- to read it from standard input, or api_key=env:NAME.'))
+
+
+@contextmanager
+def written(config):
+    """Exit (NOT_WRITTEN) with a sentence when the settings file config could not be written."""
+    try:
+        yield
+    except OSError as e:
+        from calibre_plugins.bookai.settings.prefs import not_saved
+        raise Exit(NOT_WRITTEN, not_saved(config, e)) from None
+
+
+def checked_key(value: str) -> str:
+    from calibre_plugins.bookai.providers.base import Option
+    try:
+        return Option('api_key', 'API key', 'secret').check(value)
+    except ValueError as e:
+        raise Exit(USAGE, f'api_key: {e}.') from None
+
+
+def settings_problems(stderr: TextIO, told: list = ()) -> list:
+    """What was wrong with Book AI's settings files, on standard error (the defaults are
+    used), but for what was told already; returns what has been told."""
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs, problems
+    plugin_prefs()
+    now = problems()
+    for problem in now:
+        earlier = next((t for t in told if problem.startswith(t)), None)
+        if earlier is None:
+            say(stderr, problem)
+        elif problem != earlier:  # now with where the damaged file was kept
+            say(stderr, problem[len(earlier):].strip())
+    return now
+
+
+def keep(library, conv) -> bool:
+    """Save conv in the library's History. When it cannot be, say why on standard error
+    (the answer was printed already) and return False."""
+    from calibre_plugins.bookai.conversation.history import NotKept
+    try:
+        library.history.save(conv)
+    except NotKept as e:
+        say(sys.stderr, _('The conversation could not be kept in the History: {error}').format(error=e))
+        return False
+    return True
 
 
 def cmd_ask(args, stdin, stdout):
@@ -246,12 +353,14 @@ def ask(library, args, stdout):
     provider = provider_for(args)
     answer = stream_answer(provider, conv.ask(question, passages, spoiler_safe), args, stdout)
     conv.finish(answer, provider.name)
-    library.history.save(conv)
+    kept = keep(library, conv)
+    if stop := stopped(answer, kept):
+        raise stop
     if excerpt is not None and answer.failed is None:
         show_citations(answer.text, excerpt, args.json, stdout)
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
-    return OK
+    return OK if kept else NOT_WRITTEN
 
 
 def book_excerpt(library, args, question):
@@ -260,7 +369,7 @@ def book_excerpt(library, args, question):
     once (the text is kept in the text cache)."""
     from calibre_plugins.bookai.grounding.extract import UnreadableBook
     from calibre_plugins.bookai.grounding.formats import choose_format
-    from calibre_plugins.bookai.grounding.scopes import excerpt
+    from calibre_plugins.bookai.grounding.scopes import NoPlace, excerpt
     if len(args.book) != 1:
         raise Exit(USAGE, _('Book text can be sent about one book at a time.'))
     if args.scope == 'selection' and not args.text:
@@ -280,11 +389,19 @@ def book_excerpt(library, args, question):
     if not book.length:
         raise Exit(USAGE, _('The {fmt} file of book {id} has no text (a scanned book has only pictures of its '
                             'pages).').format(fmt=fmt, id=book_id))
+    if note := book.skipped_note():
+        say(sys.stderr, note)
     position = args.position
     if position is None and args.scope != 'book':
         from calibre_plugins.bookai.grounding.reading_position import saved_position
         position = saved_position(db.format_abspath(book_id, fmt), book)
-    return excerpt(book, args.scope, question, position, args.text or '', index=index)
+    try:
+        return excerpt(book, args.scope, question, position, args.text or '', index=index)
+    except NoPlace:
+        raise Exit(USAGE, _('Book AI does not know where you are in this book, so it cannot keep to what you have '
+                            'read: give your place with --position FRACTION, or open the book in calibre\'s E-book '
+                            'viewer, which saves it when you close the book. Or use --scope book. Nothing was '
+                            'sent.')) from None
 
 
 def book_text(db, book_id, fmt):
@@ -306,9 +423,9 @@ def book_text(db, book_id, fmt):
 def show_sent(messages, stdout):
     from calibre_plugins.bookai.conversation.conversation import estimated_tokens
     for m in messages:
-        print(f'--- {m.role.value}', file=stdout)
-        print(m.text, file=stdout)
-    print('--- ' + _('about {tokens} tokens; nothing was sent').format(tokens=estimated_tokens(messages)), file=stdout)
+        say(stdout, f'--- {m.role.value}')
+        say(stdout, m.text)
+    say(stdout, '--- ' + _('about {tokens} tokens; nothing was sent').format(tokens=estimated_tokens(messages)))
     return OK
 
 
@@ -316,12 +433,12 @@ def show_citations(answer, excerpt, as_json, stdout):
     from calibre_plugins.bookai.grounding.citations import citations
     for c in citations(answer, excerpt):
         if as_json:
-            print(json.dumps({'type': 'citation', 'number': c.number, 'sent': c.sent, 'chapter': c.chapter,
-                              'position': round(c.position, 4)}, ensure_ascii=False), file=stdout)
+            emit(stdout, {'type': 'citation', 'number': c.number, 'sent': c.sent, 'chapter': c.chapter,
+                          'position': round(c.position, 4)})
         elif c.sent:
-            print(f'[{c.number}] {c.chapter} ({c.position:.0%})', file=stdout)
+            say(stdout, f'[{c.number}] {c.chapter} ({c.position:.0%})')
         else:
-            print(f'[{c.number}] ' + _('(not a passage that was sent)'), file=stdout)
+            say(stdout, f'[{c.number}] ' + _('(not a passage that was sent)'))
 
 
 def events_of(chunk):
@@ -361,7 +478,7 @@ def ask_library(library, args, stdout):
     except LibrarySearchError as e:
         raise Exit(NOT_CONFIGURED, str(e)) from None
     if note := fts_message(library.db):  # still indexing: said, and the books indexed so far are searched
-        print(note, file=sys.stderr)
+        say(sys.stderr, note)
     if not excerpt.passages:
         raise Exit(NOTHING_FOUND, _('Nothing in the full-text index of the library matches the question.'))
     conv = Conversation.about(library, args.book or excerpt.book_ids)
@@ -371,11 +488,13 @@ def ask_library(library, args, stdout):
     provider = provider_for(args)
     answer = stream_answer(provider, conv.ask(args.question, passages), args, stdout)
     conv.finish(answer, provider.name)
-    library.history.save(conv)
+    kept = keep(library, conv)
+    if stop := stopped(answer, kept):
+        raise stop
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
     show_library_citations(answer.text, excerpt, args.json, stdout)
-    return OK
+    return OK if kept else NOT_WRITTEN
 
 
 def provider_for(args):
@@ -389,21 +508,52 @@ def provider_for(args):
     return provider
 
 
-def stream_answer(provider, messages, args, stdout):
-    """Send messages; the answer streams to stdout (as text, or as --json events). Returns the Answer."""
+def stream_answer(provider, messages, args, stdout: TextIO):
+    """Send messages; the answer streams to stdout (as text, or as --json events). Returns the
+    Answer. Ctrl-C stops it as Stop does in a window: the stream ends with a cancelled Done
+    (a "done" event whose finish_reason is "cancelled"), and what came is kept (see stopped())."""
     from calibre_plugins.bookai.core.messages import Answer, TextDelta
-    answer = Answer()
-    for chunk in provider.text_chat(messages, use_model=args.model or ''):
-        answer.add(chunk)
-        if args.json:
-            for event in events_of(chunk):
-                print(json.dumps(event, ensure_ascii=False), file=stdout, flush=True)
-        elif isinstance(chunk, TextDelta):
-            stdout.write(chunk.text)
-            stdout.flush()
+    from calibre_plugins.bookai.core.transport import CancelToken
+    answer, cancel = Answer(), CancelToken()
+    with ctrl_c_cancels(cancel):
+        for chunk in provider.text_chat(messages, use_model=args.model or '', cancel=cancel):
+            answer.add(chunk)
+            if args.json:
+                for event in events_of(chunk):
+                    emit(stdout, event)
+            elif isinstance(chunk, TextDelta):
+                say(stdout, chunk.text, end='')
     if not args.json and answer.text and not answer.text.endswith('\n'):
-        stdout.write('\n')
+        say(stdout)
     return answer
+
+
+@contextmanager
+def ctrl_c_cancels(cancel):
+    """Within: Ctrl-C cancels the request (a second one interrupts, should the first not end it)."""
+    def interrupted(signum, frame):
+        if cancel.cancelled:
+            raise KeyboardInterrupt
+        # from a thread: this handler may run while this thread holds the token's lock
+        threading.Thread(target=cancel.cancel, daemon=True).start()
+    try:
+        previous = signal.signal(signal.SIGINT, interrupted)
+    except ValueError:  # not the main thread: no signals come here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def stopped(answer, kept: bool = True) -> Exit | None:
+    """The Exit for an answer stopped by Ctrl-C, else None. kept: whether the conversation
+    could be kept in the history (if not, keep() said so already)."""
+    if answer.failed is None and answer.done is not None and answer.done.finish_reason == 'cancelled':
+        return Exit(STOPPED, _('Stopped: the part of the answer that came is kept in the history.') if kept
+                    else _('Stopped.'))
+    return None
 
 
 def show_library_citations(answer, excerpt, as_json, stdout):
@@ -411,13 +561,13 @@ def show_library_citations(answer, excerpt, as_json, stdout):
     from calibre_plugins.bookai.grounding.library_search import library_citations
     for c in library_citations(answer, excerpt):
         if as_json:
-            print(json.dumps({'type': 'citation', 'number': c.number, 'sent': c.sent,
-                              'book_id': c.book_id if c.sent else None, 'title': c.title, 'format': c.format,
-                              'text': c.text}, ensure_ascii=False), file=stdout)
+            emit(stdout, {'type': 'citation', 'number': c.number, 'sent': c.sent,
+                          'book_id': c.book_id if c.sent else None, 'title': c.title, 'format': c.format,
+                          'text': c.text})
         elif c.sent:
-            print(f'[{c.number}] {c.title} — {snippet(c.text)}', file=stdout)
+            say(stdout, f'[{c.number}] {c.title} — {snippet(c.text)}')
         else:
-            print(f'[{c.number}] ' + _('(not a passage that was sent)'), file=stdout)
+            say(stdout, f'[{c.number}] ' + _('(not a passage that was sent)'))
 
 
 def snippet(text, size=100):

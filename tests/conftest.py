@@ -93,6 +93,17 @@ def sandbox(tmp_path):
 
 
 @pytest.fixture
+def cli(sandbox, plugin_zip):
+    """The plugin installed in the sandbox's calibre; cli(*args, stdin=None, env=None) runs its
+    command line there (calibre-debug -r "Book AI" -- args)."""
+    sandbox.install(plugin_zip)
+
+    def run(*args, stdin=None, env=None):
+        return sandbox.run(['calibre-debug', '-r', 'Book AI', '--'] + list(args), input=stdin, env=env)
+    return run
+
+
+@pytest.fixture
 def library(sandbox):
     """A calibre library of the test's own, holding calibre's Quick Start Guide."""
     return sandbox.make_library(quick_start_epub())

@@ -4,6 +4,9 @@
 
 A file that cannot be read is never deleted or overwritten: it is renamed to
 *.damaged beside the others, and the list reports it, so nothing is lost silently.
+A conversation that cannot be saved (the folder is a file, the disk is full, it is
+not writable) raises NotKept, whose text says why: the callers say it, and keep the
+conversation they hold; what was saved before is left as it was.
 """
 
 import json
@@ -12,9 +15,16 @@ import re
 from dataclasses import dataclass
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
-from calibre_plugins.bookai.settings.prefs import write_private
+from calibre_plugins.bookai.settings.prefs import set_aside, write_private
 
 load_translations()
+
+
+class NotKept(OSError):
+    """A conversation could not be saved; str() says why, in words."""
+
+    def __str__(self) -> str:
+        return f'{self.strerror} ({self.filename})' if self.filename else str(self.strerror)
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,7 @@ class History:
             folder = os.path.join(config_dir, 'plugins', 'bookai-history')
         self.folder = folder
         self.damaged = []  # files set aside while listing, for a message
+        self.unreadable = ''  # why the last listing could not read the folder, in a sentence
 
     def library_folder(self, library_id):
         return os.path.join(self.folder, safe_name(library_id or 'unknown'))
@@ -43,10 +54,15 @@ class History:
     def path(self, library_id, conversation_id):
         return os.path.join(self.library_folder(library_id), safe_name(conversation_id) + '.json')
 
-    def save(self, conv):
+    def save(self, conv) -> None:
+        """Keep conv, replacing its earlier copy at once or not at all. Raises NotKept."""
         if not conv.turns:
             return  # nothing said yet: nothing to keep
-        write_private(self.path(conv.library_id, conv.id), json.dumps(conv.as_dict(), ensure_ascii=False, indent=1))
+        path = self.path(conv.library_id, conv.id)
+        try:
+            write_private(path, json.dumps(conv.as_dict(), ensure_ascii=False, indent=1))
+        except OSError as e:
+            raise NotKept(e.errno, e.strerror or str(e), e.filename or path) from None
 
     def load(self, library_id, conversation_id):
         """The conversation, or None if it is gone. Raises ValueError (and sets the file aside) if damaged."""
@@ -55,6 +71,9 @@ class History:
             return read(path)
         except FileNotFoundError:
             return None
+        except OSError as e:
+            raise ValueError(_('The saved conversation in {path} could not be read: {reason}').format(
+                path=path, reason=e.strerror or e)) from None
         except ValueError:
             kept = self.set_aside(path)
             raise ValueError(_('The saved conversation in {path} could not be read. It was kept as {kept}.').format(
@@ -69,9 +88,14 @@ class History:
     def summaries(self, library_id, book_id=None):
         """The conversations of a library (about book_id, when given), newest first."""
         folder = self.library_folder(library_id)
+        self.unreadable = ''
         try:
             names = os.listdir(folder)
-        except FileNotFoundError:
+        except FileNotFoundError:  # none yet
+            return []
+        except OSError as e:  # a file in the folder's place, say: said, and nothing touched
+            self.unreadable = _('The History in {folder} could not be read: {reason}').format(
+                folder=folder, reason=e.strerror or e)
             return []
         found = []
         for name in names:
@@ -93,12 +117,8 @@ class History:
 
     def set_aside(self, path):
         """Rename a damaged file out of the way, never over one set aside before; returns where it is."""
-        kept, n = path + '.damaged', 1
-        while os.path.exists(kept):
-            n += 1
-            kept = f'{path}.{n}.damaged'
         try:
-            os.rename(path, kept)
+            kept = set_aside(path)
         except OSError:
             kept = path
         self.damaged.append(kept)

@@ -7,14 +7,19 @@ different reads); `event`, `data` (several lines joined with LF), `id` (kept
 for later events, ignored if it holds NUL) and `retry` (digits only) fields;
 comment lines start with a colon; a blank line dispatches the event; an event
 with no data is not dispatched; an unfinished event at the end of the stream
-is dropped. A character split across two reads is decoded whole.
+is dropped. A character split across two reads is decoded whole. A line longer
+than limits.MAX_LINE_CHARS raises LineTooLong; time is linear in the input,
+however the lines are cut into reads.
 
-NDJSONDecoder yields one parsed JSON value per non-blank line.
+NDJSONDecoder yields one parsed JSON value per non-blank line (limits.load_json:
+nested too deep raises TooDeep).
 """
 
 import codecs
-import json
 from typing import NamedTuple
+
+from calibre_plugins.bookai.core import limits
+from calibre_plugins.bookai.core.limits import LineTooLong
 
 
 class SSEEvent(NamedTuple):
@@ -25,39 +30,72 @@ class SSEEvent(NamedTuple):
 
 
 class LineSplitter:
-    """Bytes in, complete lines out (as str, without their ending)."""
+    """Bytes in, complete lines out (as str, without their ending), in time linear in the
+    input: an unfinished line is kept as a list of its parts, and only new text is searched
+    for line ends. A line longer than max_chars raises LineTooLong (a ValueError)."""
 
-    def __init__(self):
+    def __init__(self, max_chars: int | None = None):
         self.decoder = codecs.getincrementaldecoder('utf-8')('replace')
-        self.pending = ''
+        self.pending = []       # the parts of the unfinished line; pending_chars is 0 when it is empty
+        self.pending_chars = 0
         self.at_start = True
+        self.skip_lf = False    # the last read ended in a CR: an LF starting the next one ends nothing
+        self.begin = True       # at_start or skip_lf: the next text needs a look at its first character
+        self.max_chars = limits.MAX_LINE_CHARS if max_chars is None else max_chars
 
-    def feed(self, data):
+    def feed(self, data: bytes) -> list[str]:
         text = self.decoder.decode(data)
-        if self.at_start and text:
+        if self.begin and text:
+            text = self._begin(text)
+        if '\r' in text:
+            if text[-1] == '\r':  # its LF may be in the next read
+                self.skip_lf = self.begin = True
+            text = text.replace('\r\n', '\n').replace('\r', '\n')
+        lines = text.split('\n')
+        rest = lines.pop()
+        if self.pending or rest or not lines or len(text) > self.max_chars:
+            return self._joined(lines, rest, len(text))
+        return lines  # the common case: whole lines, nothing left over
+
+    def _joined(self, lines: list[str], rest: str, new_chars: int) -> list[str]:
+        """lines, the first one completed by what was pending; rest kept for later. Checks the limit."""
+        if not lines:  # no line ends in the new text
+            if rest:
+                self.pending.append(rest)
+                self.pending_chars += len(rest)
+                if self.pending_chars > self.max_chars:
+                    raise LineTooLong(self.max_chars)
+            return lines
+        if self.pending:
+            lines[0] = ''.join(self.pending) + lines[0]
+            self.pending = []
+            if len(lines[0]) > self.max_chars:
+                raise LineTooLong(self.max_chars)
+        if rest:
+            self.pending = [rest]
+        self.pending_chars = len(rest)
+        if new_chars > self.max_chars and max(len(rest), *map(len, lines)) > self.max_chars:
+            raise LineTooLong(self.max_chars)
+        return lines
+
+    def _begin(self, text: str) -> str:
+        """text without the BOM that may start a stream, or the LF of a CR that ended the last read."""
+        self.begin = False
+        if self.at_start:
             self.at_start = False
             if text[0] == '\ufeff':
                 text = text[1:]
-        text = self.pending + text
-        if '\r' in text:
-            if text[-1] == '\r':  # its LF may be in the next read
-                text, self.pending = text[:-1], '\r'
-            else:
-                self.pending = ''
-            text = text.replace('\r\n', '\n').replace('\r', '\n')
-        else:
-            self.pending = ''
-        lines = text.split('\n')
-        self.pending = lines.pop() + self.pending
-        return lines
+        if self.skip_lf and text:
+            self.skip_lf = False
+            if text[0] == '\n':
+                text = text[1:]
+        return text
 
-    def close(self):
-        """The last line: one ended by a CR whose LF never came, or one with no ending."""
-        rest = self.pending + self.decoder.decode(b'', True)
-        self.pending = ''
-        if not rest:
-            return []
-        return [rest[:-1] if rest.endswith('\r') else rest]
+    def close(self) -> list[str]:
+        """The last line: one with no ending."""
+        rest = ''.join(self.pending) + self.decoder.decode(b'', True)
+        self.pending, self.pending_chars = [], 0
+        return [rest] if rest else []
 
 
 class SSEDecoder:
@@ -125,6 +163,8 @@ class NDJSONDecoder:
     @staticmethod
     def _parse(line):
         try:
-            return json.loads(line)
+            return limits.load_json(line)
+        except limits.TooDeep:
+            raise
         except ValueError:
             raise ValueError(f'not a JSON line: {line[:200]!r}') from None

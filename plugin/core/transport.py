@@ -3,8 +3,14 @@
 
 - calibre's proxy settings (calibre.get_proxies()), never for this machine's own
   addresses;
-- a connect timeout and an idle-read timeout (the longest silence allowed while
-  an answer streams), separately;
+- a connect timeout and a read timeout, separately. The read timeout bounds
+  each wait: the status line and headers must all have come within it of
+  sending, a body read whole (a model list, an error) within it of the
+  headers, and a streamed answer must make progress within it (Deadline:
+  bytes that carry no answer, such as keepalive comments, do not count; the
+  provider says what progress is). A streamed answer also ends after
+  limits.ANSWER_SECONDS however steadily it comes. Each read of the socket
+  waits at most until the deadline (DeadlineReader): no thread is involved;
 - Stop: CancelToken.cancel() shuts the socket down from any thread, so the
   server sees the disconnect at once and the reading thread returns;
 - on 429 or 503 before any of the answer has arrived, a short, bounded wait
@@ -31,6 +37,8 @@ makes the two timeouts and an immediate Stop possible.
 
 import email.utils
 import http.client
+import io
+import ipaddress
 import re
 import select
 import socket
@@ -38,9 +46,10 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from urllib.parse import unquote, urljoin, urlsplit
 
+from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.errors import (
     ConnectionLost, NotConfigured, RedirectRefused, TimedOut, TLSFailure, Unreachable, error_for_status, redact,
 )
@@ -48,7 +57,6 @@ from calibre_plugins.bookai.core.errors import (
 load_translations()
 
 READ_SIZE = 64 * 1024
-MAX_ERROR_BODY = 256 * 1024
 MAX_DRAIN = 64 * 1024   # after the last event: more than this left unread and the connection is closed
 IDLE_SECONDS = 30       # a kept connection idle longer than this is closed rather than reused
 CLOSED_AT_ONCE = 2      # a server that closed a kept connection sooner than this closes them all
@@ -82,6 +90,68 @@ class RetryPolicy:
 
 class Cancelled(Exception):
     pass
+
+
+class Deadline:
+    """When the reading of one response must end, and why: 'headers' (the status line and
+    headers, from sending), 'body' (a body read whole), 'silence' (no answer progress for the
+    read timeout) or 'duration' (limits.ANSWER_SECONDS since the answer began). Checked by the
+    reader before every read of the socket, so setting it costs nothing but the assignment."""
+
+    __slots__ = ('at', 'why', 'read', 'end')
+
+    def __init__(self):
+        self.at, self.why, self.read, self.end = float('inf'), '', 0.0, float('inf')
+
+    def set(self, seconds: float, why: str) -> None:
+        self.at, self.why = time.monotonic() + seconds, why
+
+    def answer(self, read: float, longest: float) -> None:
+        """From now, a streamed answer: progress() due every read seconds, all of it within longest."""
+        self.read, self.end = read, time.monotonic() + longest
+        self.progress()
+
+    def progress(self) -> None:
+        """The answer moved on: the silence counts from now."""
+        at = time.monotonic() + self.read
+        if at < self.end:
+            self.at, self.why = at, 'silence'
+        else:
+            self.at, self.why = self.end, 'duration'
+
+
+class DeadlineReader(io.RawIOBase):
+    """The socket, as http.client reads a response from it, each read waiting only until the
+    deadline: a server that sends one byte a second cannot hold a request beyond it. It reads
+    through the socket's own reader (socket.makefile), which keeps the socket open for the
+    response when http.client hands it over (Connection: close)."""
+
+    def __init__(self, sock, raw, deadline: Deadline):
+        super().__init__()
+        self._sock, self._raw, self._deadline = sock, raw, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        left = self._deadline.at - time.monotonic()
+        if left <= 0:
+            raise TimeoutError('the deadline passed')
+        self._sock.settimeout(left)
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+class DeadlineResponse(http.client.HTTPResponse):
+
+    def __init__(self, sock, *args, deadline: Deadline, **kw):
+        super().__init__(sock, *args, **kw)
+        raw = self.fp.detach()  # the socket's reader, nothing read from it yet
+        self.fp = io.BufferedReader(DeadlineReader(sock, raw, deadline), io.DEFAULT_BUFFER_SIZE)
 
 
 class SendFailed(Exception):
@@ -179,9 +249,24 @@ def still_open(sock):
     return not readable
 
 
-def is_local(host):
-    host = (host or '').strip('[]').lower()
-    return host in ('localhost', '::1') or host.startswith('127.') or host.endswith('.localhost')
+def is_local(host: str | None) -> bool:
+    """Whether host is this machine's loopback, as written in an address: an IP literal in
+    127.0.0.0/8 or ::1 (also written ::ffff:127.x.y.z), or the name localhost or a name under
+    .localhost, which RFC 6761 reserves to loopback. Nothing else: not a name that only starts
+    with 127., not 0.0.0.0 or :: (the unspecified address: some systems connect it to this
+    machine, others refuse it, and it names no machine in particular), not this machine's other
+    addresses. What is not local asks before book text leaves, so doubt goes that way."""
+    host = (host or '').strip().lower()
+    if host.startswith('[') and host.endswith(']'):
+        host = host[1:-1]
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        name = host[:-1] if host.endswith('.') else host
+        return name == 'localhost' or (name.endswith('.localhost') and '..' not in name and name[0] != '.')
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
 
 
 class Transport:
@@ -342,6 +427,9 @@ class Transport:
 
     def _send(self, conn, request, route, head, timeouts, cancel, provider, reused=False):
         sent = False
+        deadline = Deadline()
+        deadline.set(timeouts.read, 'headers')  # the status line and all headers within the read timeout
+        conn.response_class = partial(DeadlineResponse, deadline=deadline)
         try:
             cancel.attach(conn.sock)
             conn.sock.settimeout(timeouts.read)
@@ -356,10 +444,12 @@ class Transport:
             if reused and (not sent and isinstance(e, OSError) or isinstance(e, NO_ANSWER_AT_ALL)):
                 raise SendFailed() from None
             raise network_error(e, provider, route, timeouts, request.secrets, True) from None
+        deadline.answer(timeouts.read, limits.ANSWER_SECONDS)  # until the reader says what it reads
         response = Response(conn, resp, cancel, provider, timeouts, request.secrets,
-                            keep=lambda c: self.keep(route.key, c))
+                            keep=lambda c: self.keep(route.key, c), deadline=deadline,
+                            url=redact(route.shown_url, request.secrets))
         if resp.status >= 400:
-            body = response.read_all(MAX_ERROR_BODY)
+            body = response.read_all(limits.MAX_ERROR_BODY)
             raise HTTPError(resp.status, redact(body.decode('utf-8', 'replace'), request.secrets),
                             response.headers, redact(route.shown_url, request.secrets))
         return response
@@ -374,15 +464,16 @@ class Route:
     proxy: object           # urlsplit() of the proxy, or None
     target: str             # what goes on the request line
     headers: tuple          # (name, value) sent with every request on this route
-    shown_url: str          # the address as error messages show it (before redaction)
+    shown_url: str          # the address as error messages show it: no user:password@ (before redaction)
     key: tuple = ()         # connections are kept per key
     unusable: bool = False  # not an http or https URL
 
     @classmethod
     def to(cls, url, proxy_for, user_agent):
+        from calibre_plugins.bookai.core.errors import without_userinfo
         parts = urlsplit(url)
         scheme, host = parts.scheme, parts.hostname
-        shown_url = f'{scheme}://{parts.netloc}{parts.path}'
+        shown_url = f'{scheme}://{parts.netloc.rpartition("@")[2]}{parts.path}'  # never a user:password@
         if scheme not in ('http', 'https') or not host:
             return cls(scheme, host or '', 0, None, '', (), shown_url, unusable=True)
         port = parts.port or DEFAULT_PORTS[scheme]
@@ -390,7 +481,7 @@ class Route:
         target = (parts.path or '/') + ('?' + parts.query if parts.query else '')
         headers = {'User-Agent': user_agent, 'Accept-Encoding': 'identity'}
         if proxy is not None and scheme == 'http':  # plain HTTP through a proxy: the full URL
-            target = url
+            target = without_userinfo(url)  # a user:password@ in base_url goes nowhere
             headers.update(proxy_auth(proxy))
         key = (scheme, host, port, proxy.geturl() if proxy else '')
         return cls(scheme, host, port, proxy, target, tuple(headers.items()), shown_url, key)
@@ -478,12 +569,7 @@ def network_error(e, provider, route, timeouts, secrets, connected):
                           details=reason)
     if isinstance(e, (socket.timeout, TimeoutError)):
         if connected:
-            return TimedOut(ngettext(
-                '{provider} at {url} did not answer for {seconds:g} second. A slow or busy server '
-                'may need a longer timeout in the settings.',
-                '{provider} at {url} did not answer for {seconds:g} seconds. A slow or busy server '
-                'may need a longer timeout in the settings.', plural_count(timeouts.read)).format(
-                provider=provider, url=url, seconds=timeouts.read), details=reason)
+            return timed_out('headers', provider, url, timeouts.read, reason)
         return TimedOut(ngettext('Could not connect to {provider} at {url} within {seconds:g} second.',
                                  'Could not connect to {provider} at {url} within {seconds:g} seconds.',
                                  plural_count(timeouts.connect)).format(
@@ -495,13 +581,39 @@ def network_error(e, provider, route, timeouts, secrets, connected):
         provider=provider, url=url, reason=reason), details=reason)
 
 
+def timed_out(why: str, provider: str, url: str, read_seconds: float, details: str = '') -> TimedOut:
+    """The TimedOut error for a deadline that passed (Deadline.why)."""
+    if why == 'duration':
+        minutes = limits.ANSWER_SECONDS / 60
+        return TimedOut(ngettext(
+            '{provider} was still answering after {minutes:g} minute, the longest an answer may take, '
+            'so it was stopped.',
+            '{provider} was still answering after {minutes:g} minutes, the longest an answer may take, '
+            'so it was stopped.', plural_count(minutes)).format(provider=provider, minutes=minutes), details=details)
+    if why == 'silence':
+        return TimedOut(ngettext(
+            '{provider} sent no answer for {seconds:g} second, so the answer was stopped. A slow '
+            'server may need a longer timeout in the settings.',
+            '{provider} sent no answer for {seconds:g} seconds, so the answer was stopped. A slow '
+            'server may need a longer timeout in the settings.', plural_count(read_seconds)).format(
+            provider=provider, seconds=read_seconds), details=details)
+    return TimedOut(ngettext(  # headers or a body that did not all come in time
+        '{provider} at {url} did not answer for {seconds:g} second. A slow or busy server '
+        'may need a longer timeout in the settings.',
+        '{provider} at {url} did not answer for {seconds:g} seconds. A slow or busy server '
+        'may need a longer timeout in the settings.', plural_count(read_seconds)).format(
+        provider=provider, url=url, seconds=read_seconds), details=details)
+
+
 class Response:
 
-    def __init__(self, conn, resp, cancel, provider, timeouts, secrets, keep=None):
+    def __init__(self, conn, resp, cancel, provider, timeouts, secrets, keep=None, deadline=None, url=''):
         self.conn, self.resp, self.cancel = conn, resp, cancel
         self.provider, self.timeouts, self.secrets = provider, timeouts, secrets
         self.keep = keep  # takes the connection for the next request, once the body was read
         self.status = resp.status
+        self.deadline = deadline or Deadline()  # the reader moves it on: see Deadline
+        self.url = url  # redacted
 
     @cached_property
     def headers(self):
@@ -563,16 +675,14 @@ class Response:
 
     def _lost(self, e):
         if isinstance(e, (socket.timeout, TimeoutError)):
-            return TimedOut(ngettext(
-                '{provider} sent nothing for {seconds:g} second, so the answer was stopped. A slow '
-                'server may need a longer timeout in the settings.',
-                '{provider} sent nothing for {seconds:g} seconds, so the answer was stopped. A slow '
-                'server may need a longer timeout in the settings.', plural_count(self.timeouts.read)).format(
-                provider=self.provider, seconds=self.timeouts.read))
+            return timed_out(self.deadline.why or 'silence', self.provider, self.url, self.timeouts.read)
         return ConnectionLost(_('The connection to {provider} was lost before the answer was complete.').format(
             provider=self.provider), details=redact(str(e) or type(e).__name__, self.secrets))
 
-    def read_all(self, limit=None):
+    def read_all(self, limit: int | None = None) -> bytes:
+        """The whole body, or its first limit bytes (and a little more): it must all come within
+        the read timeout."""
+        self.deadline.set(self.timeouts.read, 'body')
         parts, size = [], 0
         for data in self.chunks():
             parts.append(data)

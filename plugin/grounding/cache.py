@@ -11,7 +11,8 @@ bench/grounding.py).
 
 A file whose book file changed (size or modification time) is read again, and so is
 one written for other Book classes (CACHE_VERSION and the classes' fields); a damaged
-one is set aside (renamed *.damaged) and the book read again, never an error.
+one is set aside (renamed *.damaged, never over one set aside before) and the book read
+again, never an error; nor is a cache that cannot be read or written (the book is read).
 """
 
 import json
@@ -22,12 +23,11 @@ import zlib
 
 from calibre_plugins.bookai.grounding import extract
 from calibre_plugins.bookai.grounding.index import Index, passages
-from calibre_plugins.bookai.settings.prefs import write_private
+from calibre_plugins.bookai.settings.prefs import set_aside, write_private
 
 CACHE_VERSION = 1  # raise when what a cache file holds changes meaning
 MAGIC = b'BOOKAI-TEXT '
 SUFFIX = '.bookai'
-DAMAGED = '.damaged'
 COMPRESSION = 6  # zlib level: 0.39 of the text against 0.46 at level 1, loading as fast
 
 
@@ -142,12 +142,9 @@ class TextCache:
                     pass
         return removed
 
-    def set_aside(self, entry):
-        """Keep a damaged file for a look, out of the way."""
+    def set_aside(self, entry: str) -> None:
+        """Keep a damaged file for a look, out of the way (where it can be renamed)."""
         try:
-            os.replace(entry, entry + DAMAGED)
+            set_aside(entry)
         except OSError:
-            try:
-                os.remove(entry)
-            except OSError:
-                pass
+            pass

@@ -5,12 +5,23 @@ text, the same measure the viewer's reading position uses.
 
 EPUB and KEPUB are read directly (a zip of XHTML files). Other formats go through
 calibre's conversion first (later: as a calibre job).
+
+A book is data from outside: what is unpacked is counted while it is read, in bounded
+pieces (never trusting the sizes the zip declares), against named limits on one file,
+on the whole book and on its number of files; elements are walked without recursion,
+down to a named depth. Every failure is an UnreadableBook with a sentence; a chapter
+that is not XML, or is missing, is left out and named in Book.skipped.
 """
 
+import bz2
+import copy
+import lzma
 import posixpath
 import re
 import zipfile
-from dataclasses import dataclass
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urldefrag
 
 load_translations()
@@ -21,6 +32,18 @@ OPF_NS = 'http://www.idpf.org/2007/opf'
 NCX_NS = 'http://www.daisy.org/z3986/2005/ncx/'
 XHTML_NS = 'http://www.w3.org/1999/xhtml'
 EPUB_NS = 'http://www.idpf.org/2007/ops'
+# inside a paragraph, these end a line or a block: their place becomes a space, not nothing
+SEPARATORS = BLOCKS | CONTAINERS | frozenset('br hr tr table ul ol dl figure'.split())
+SKIPPED_TAGS = frozenset(('script', 'style', 'head'))
+
+MAX_MEMBER_BYTES = 64 * 1024 * 1024   # the most unpacked from one file of a book
+MAX_BOOK_BYTES = 256 * 1024 * 1024    # the most unpacked from all the files of a book read together
+MAX_MEMBERS = 10_000                  # the most files a book may hold
+MAX_PARAGRAPHS = 1_000_000            # the most paragraphs read from a book
+MAX_DEPTH = 256                       # deeper elements are read as one block with their contents
+MAX_REPARSED_DEPTH = 10_000           # a file deeper than libxml2 reads is parsed again as HTML up to this depth
+TAG = re.compile(rb'<(/?)[A-Za-z][^<>]*?(/?)>')
+READ_PIECE = 256 * 1024               # unpacked in pieces of this size, each counted
 
 
 class UnreadableBook(ValueError):
@@ -45,6 +68,7 @@ class Chapter:
 class Book:
     chapters: list
     paragraphs: list
+    skipped: list = field(default_factory=list)  # names of chapter files left out: missing or not XML
 
     @property
     def length(self):
@@ -53,6 +77,13 @@ class Book:
 
     def fraction(self, offset):
         return offset / self.length if self.length else 0.0
+
+    def skipped_note(self) -> str:
+        """The sentence that tells the reader which chapters were left out, or ''."""
+        if not self.skipped:
+            return ''
+        return _('Some chapters of this book could not be read and were left out: {files}').format(
+            files=', '.join(self.skipped[:10]) + (' …' if len(self.skipped) > 10 else ''))
 
     def offset_of_cfi(self, cfi):
         """The character offset of a place the E-book viewer gave as a CFI (its reading
@@ -109,16 +140,31 @@ DEFLATE64 = 9  # the zip compression method some Windows tools use, which Python
 METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 
 
-def read_epub(path):
+def read_epub(path) -> Book:
     """The Book in an EPUB (or KEPUB) file. Raises UnreadableBook."""
+    from lxml import etree
     try:
         with zipfile.ZipFile(path) as zf:
+            if len(zf.infolist()) > MAX_MEMBERS:
+                raise UnreadableBook(_('{path} could not be read: it holds more than {count} files, the most Book AI '
+                                       'reads in one book.').format(path=path, count=f'{MAX_MEMBERS:,}'))
             check_methods(zf, path)
-            return EpubReader(zf).book()
+            return EpubReader(zf, path).book()
     except UnreadableBook:
         raise
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError, NotImplementedError) as e:
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError, NotImplementedError, EOFError, RuntimeError,
+            zlib.error, lzma.LZMAError, etree.LxmlError) as e:  # RuntimeError: an encrypted file, among others
         raise UnreadableBook(_('{path} could not be read as an EPUB: {error}').format(path=path, error=e)) from None
+
+
+def too_big(path, member: str | None = None) -> UnreadableBook:
+    """The UnreadableBook for a book, or one file of it, that unpacks to more than the limit."""
+    if member is None:
+        return UnreadableBook(_('{path} could not be read: it unpacks to more than {limit} MB, the most Book AI '
+                                'reads of one book.').format(path=path, limit=MAX_BOOK_BYTES // 2**20))
+    return UnreadableBook(_('{path} could not be read: its file {member} unpacks to more than {limit} MB, the most '
+                            'Book AI reads of one file.').format(path=path, member=member,
+                                                                 limit=MAX_MEMBER_BYTES // 2**20))
 
 
 def check_methods(zf, path):
@@ -141,18 +187,112 @@ def check_methods(zf, path):
 
 class EpubReader:
 
-    def __init__(self, zf):
+    def __init__(self, zf: zipfile.ZipFile, path='') -> None:
         self.zf = zf
+        self.path = path
+        self.unpacked = 0  # bytes unpacked so far, from all files
+        self.too_deep = False  # the last file parsed nests deeper than libxml2 reads
 
-    def xml(self, name):
+    def read(self, name: str) -> bytes:
+        """The unpacked bytes of the file name, counted piece by piece against the limits."""
+        info = self.zf.getinfo(name)
+        if info.file_size > MAX_MEMBER_BYTES:
+            raise too_big(self.path, name)
+        data = bytearray()
+        for piece in self.pieces(info):
+            data += piece
+            self.unpacked += len(piece)
+            if len(data) > MAX_MEMBER_BYTES:
+                raise too_big(self.path, name)
+            if self.unpacked > MAX_BOOK_BYTES:
+                raise too_big(self.path)
+        return bytes(data)
+
+    def pieces(self, info: zipfile.ZipInfo) -> Iterator[bytes]:
+        """The unpacked bytes of a file, READ_PIECE at a time. zipfile unpacks Deflate in bounded
+        pieces itself, but unpacks bzip2 and LZMA a whole compressed chunk at a time, so
+        that a small chunk can become gigabytes: those are unpacked here, boundedly."""
+        if info.compress_type not in (zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
+            with self.zf.open(info) as f:
+                while piece := f.read(READ_PIECE):
+                    yield piece
+            return
+        raw = copy.copy(info)  # the compressed bytes as they are stored; checked against the CRC below
+        raw.compress_type, raw.file_size = zipfile.ZIP_STORED, info.compress_size
+        del raw.CRC
+        crc, size = 0, 0
+        with self.zf.open(raw) as f:
+            if info.compress_type == zipfile.ZIP_BZIP2:
+                unpacker = bz2.BZ2Decompressor()
+            else:  # zip's LZMA: a version, the size of the properties, the properties, then raw LZMA1
+                head = f.read(4)
+                if len(head) < 4:
+                    raise EOFError(info.filename)
+                props = f.read(int.from_bytes(head[2:4], 'little'))
+                unpacker = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[
+                    lzma._decode_filter_properties(lzma.FILTER_LZMA1, props)])
+            pending = b''
+            while not unpacker.eof:
+                if unpacker.needs_input:
+                    pending = f.read(READ_PIECE)
+                    if not pending:
+                        break
+                piece = unpacker.decompress(pending, READ_PIECE)
+                pending = b''
+                crc, size = zlib.crc32(piece, crc), size + len(piece)
+                if piece:
+                    yield piece
+        if size != info.file_size or crc != info.CRC:
+            raise zipfile.BadZipFile(f'Bad CRC-32 for file {info.filename!r}')
+
+    def xml(self, name: str, data: bytes | None = None):
+        """The root element of the XML file name; None when it holds no XML at all."""
         from lxml import etree
-        return etree.fromstring(self.zf.read(name), parser=etree.XMLParser(recover=True, resolve_entities=False,
-                                                                          no_network=True, huge_tree=True))
+        parser = etree.XMLParser(recover=True, resolve_entities=False, no_network=True, huge_tree=True)
+        try:
+            return etree.fromstring(self.read(name) if data is None else data, parser=parser)
+        except etree.XMLSyntaxError:
+            return None
+        finally:
+            self.too_deep = any('Excessive depth' in e.message for e in parser.error_log)
 
-    def book(self):
+    def chapter(self, name: str):
+        """The root element of the XHTML file name; None when it is missing or holds no XML.
+        libxml2 stops at a depth of elements (256, or 2048 in newer versions even with
+        huge_tree) and drops the rest of the file: such a file is parsed again as HTML by
+        calibre's HTML 5 parser, which has no such limit, but takes a time that grows with the
+        square of the depth: so only up to MAX_REPARSED_DEPTH. A deeper one is left out, as
+        damaged."""
+        try:
+            data = self.read(name)
+        except KeyError:
+            return None
+        root = self.xml(name, data)
+        if self.too_deep:
+            root = None
+            if deepest(data) <= MAX_REPARSED_DEPTH:
+                try:
+                    from html5_parser import parse
+                    root = parse(data, maybe_xhtml=True, keep_doctype=False)
+                except Exception:  # not HTML either
+                    pass
+        return root
+
+    def damaged(self, name: str) -> UnreadableBook:
+        return UnreadableBook(_('{path} could not be read as an EPUB: {error}').format(
+            path=self.path, error=_('its file {member} is damaged.').format(member=name)))
+
+    def book(self) -> Book:
         container = self.xml('META-INF/container.xml')
-        opf_name = container.xpath('//*[local-name()="rootfile"]/@full-path')[0]
+        if container is None:
+            raise self.damaged('META-INF/container.xml')
+        opf_name = next(iter(container.xpath('//*[local-name()="rootfile"]/@full-path')), '')
+        if not opf_name:
+            raise UnreadableBook(_('{path} could not be read as an EPUB: {error}').format(
+                path=self.path, error=_('its META-INF/container.xml names no package file.')))
         opf = self.xml(opf_name)
+        if opf is None:
+            raise self.damaged(opf_name)
         base = posixpath.dirname(opf_name)
         manifest = {}
         for item in opf.xpath('//*[local-name()="manifest"]/*[local-name()="item"]'):
@@ -163,23 +303,37 @@ class EpubReader:
             (i for i in opf.xpath('//*[local-name()="spine"]/*[local-name()="itemref"]/@idref') if i in manifest), 1)
             if 'html' in manifest[i][1]]
         titles = self.toc_titles(opf, manifest)
-        chapters, paragraphs = [], []
+        chapters, paragraphs, skipped = [], [], []
         offset = 0
         for number, name in spine:
-            try:
-                root = self.xml(name)
-            except KeyError:
+            root = self.chapter(name)
+            if root is None:
+                skipped.append(name)
                 continue
             blocks = list(block_texts(root, (2 * number, 2)))
             if not blocks:
                 continue
+            if len(paragraphs) + len(blocks) > MAX_PARAGRAPHS:
+                raise UnreadableBook(_('{path} could not be read: it has more than {count} paragraphs, the most '
+                                       'Book AI reads of one book.').format(path=self.path,
+                                                                            count=f'{MAX_PARAGRAPHS:,}'))
             title = titles.get(name)
             if title or not chapters:
                 chapters.append(Chapter(title or blocks[0][0][:80], offset))
             for text, path in blocks:
                 paragraphs.append(Paragraph(len(chapters) - 1, offset, text, path))
                 offset += len(text) + 1
-        return Book(chapters, paragraphs)
+        return Book(chapters, paragraphs, skipped)
+
+    def table_of_contents(self, name: str):
+        """The root of the table of contents name; an empty one when it is missing or not XML:
+        chapters are then named from their first lines, as for a book without one."""
+        from lxml import etree
+        try:
+            root = self.xml(name)
+        except KeyError:
+            root = None
+        return etree.Element('empty') if root is None else root
 
     def toc_titles(self, opf, manifest):
         """{file name: title of the first table-of-contents entry pointing into it}."""
@@ -187,12 +341,12 @@ class EpubReader:
         ncx_id = (opf.xpath('//*[local-name()="spine"]/@toc') or [''])[0]
         entries = []
         if nav:
-            root = self.xml(nav)
+            root = self.table_of_contents(nav)
             for a in root.xpath('//*[local-name()="nav"][@*[local-name()="type"]="toc"]//*[local-name()="a"]'):
                 entries.append((posixpath.dirname(nav), a.get('href', ''), ' '.join(''.join(a.itertext()).split())))
         elif ncx_id in manifest:
             ncx = manifest[ncx_id][0]
-            root = self.xml(ncx)
+            root = self.table_of_contents(ncx)
             for point in root.xpath('//*[local-name()="navPoint"]'):
                 label = ' '.join(''.join(point.xpath('./*[local-name()="navLabel"]//text()')).split())
                 src = (point.xpath('./*[local-name()="content"]/@src') or [''])[0]
@@ -203,6 +357,18 @@ class EpubReader:
             if label and name not in titles:
                 titles[name] = label
         return titles
+
+
+def deepest(data: bytes) -> int:
+    """How deep the tags of an XML file nest, counted from the tags alone (linear, no parser)."""
+    depth = most = 0
+    for m in TAG.finditer(data):
+        if m.group(1):
+            depth -= 1
+        elif not m.group(2):
+            depth += 1
+            most = max(most, depth)
+    return most
 
 
 def block_texts(root, path=()):
@@ -223,21 +389,59 @@ def local(tag):
     return tag.rpartition('}')[2].lower() if isinstance(tag, str) else ''
 
 
-def walk(el, path):
-    tag = local(el.tag)
-    if tag in ('script', 'style', 'head'):
-        return
-    if tag in BLOCKS or (tag in CONTAINERS and not any(local(c.tag) in BLOCKS | CONTAINERS for c in el)):
-        text = ' '.join(''.join(el.itertext()).split())
-        if text:
-            yield text, path
-        return
-    if el.text and el.text.strip() and tag in CONTAINERS:
-        yield ' '.join(el.text.split()), path
-    n = 0
-    for child in el:
-        if isinstance(child.tag, str):
-            n += 1
-            yield from walk(child, path + (2 * n,))
-        if child.tail and child.tail.strip() and tag in CONTAINERS:
-            yield ' '.join(child.tail.split()), path
+def walk(el, path: tuple) -> Iterator[tuple[str, tuple]]:
+    """(text, steps) for each block under el, in document order; without recursion, so that
+    however deep a book nests its elements the stack does not overflow. Below MAX_DEPTH an
+    element is read as one block, with all it holds."""
+    depth0 = len(path)
+    todo = [(el, path)]  # elements to walk, and texts (a str in place of the element) to give
+    while todo:
+        el, path = todo.pop()
+        if isinstance(el, str):
+            yield el, path
+            continue
+        tag = local(el.tag)
+        if tag in SKIPPED_TAGS:
+            continue
+        if tag in BLOCKS or len(path) - depth0 >= MAX_DEPTH or (
+                tag in CONTAINERS and not any(local(c.tag) in BLOCKS | CONTAINERS for c in el)):
+            text = text_of(el)
+            if text:
+                yield text, path
+            continue
+        container = tag in CONTAINERS
+        after = []
+        n = 0
+        for child in el:
+            if isinstance(child.tag, str):
+                n += 1
+                after.append((child, path + (2 * n,)))
+            if container and child.tail and child.tail.strip():
+                after.append((' '.join(child.tail.split()), path))
+        todo.extend(reversed(after))
+        if container and el.text and el.text.strip():
+            yield ' '.join(el.text.split()), path
+
+
+def text_of(el) -> str:
+    """The text of el and all it holds, on one line: a line break or a block inside it
+    becomes a space (not nothing: "one<br/>two" is two words); scripts, styles and
+    comments give nothing. Without recursion."""
+    parts = [el.text or '']
+    todo = [(c, True) for c in reversed(el)]  # (node, True) to open it; (node, False) for what follows it
+    while todo:
+        node, opening = todo.pop()
+        element = isinstance(node.tag, str)
+        separates = element and local(node.tag) in SEPARATORS
+        if not opening:
+            parts.append(' ' if separates else '')
+            parts.append(node.tail or '')
+            continue
+        todo.append((node, False))
+        if not element or local(node.tag) in SKIPPED_TAGS:
+            continue
+        if separates:
+            parts.append(' ')
+        parts.append(node.text or '')
+        todo.extend((c, True) for c in reversed(node))
+    return ' '.join(''.join(parts).split())

@@ -7,18 +7,25 @@
 - position: the passages that best match the question, all before the reader's position;
 - book: the passages that best match the question, anywhere (spoilers allowed).
 
-With a reading position, nothing after it is sent in any scope but "book". The
+With a reading position, nothing after it is sent in any scope but "book"; with
+none, the scopes that keep to it ("chapter", "position") send nothing: excerpt()
+raises NoPlace, and the window, the viewer and the command line each say so. The
 passages are numbered in the prompt, delimited as data, and the model is asked
 to cite them as [n] (citations.py reads those back).
 """
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from calibre_plugins.bookai.conversation.conversation import CHARS_PER_TOKEN
 from calibre_plugins.bookai.grounding.index import Index, Passage, passages
 
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.grounding.extract import Book
+
 SCOPES = ('metadata', 'selection', 'chapter', 'position', 'book')
+NEEDS_PLACE = ('chapter', 'position')  # the scopes that keep to the reader's place
 DEFAULT_BUDGET = 1500  # tokens of book text
 NEIGHBOURS = 2
 
@@ -31,6 +38,17 @@ class Place:
     cfi: str = ''            # for the E-book viewer to go there ('' when not known)
     book_id: int = 0         # for a passage found across the library: its book, and the format
     fmt: str = ''
+
+
+class NoPlace(ValueError):
+    """The scope keeps to the reader's place, and no place is known: nothing is sent,
+    rather than guess and spoil."""
+
+
+def check_place(scope: str, position: float | None) -> None:
+    """Raises NoPlace when scope keeps to the reader's place (NEEDS_PLACE) and position is None."""
+    if position is None and scope in NEEDS_PLACE:
+        raise NoPlace(scope)
 
 
 @dataclass(frozen=True)
@@ -47,13 +65,16 @@ class Excerpt:
         return self.chapters[self.passages[number - 1].chapter] if 0 < number <= len(self.passages) else ''
 
 
-def excerpt(book, scope, question='', position=None, selection='', budget=DEFAULT_BUDGET, index=None,
-            embedding_index=None, question_vector=None):
+def excerpt(book: 'Book', scope: str, question: str = '', position: float | None = None, selection: str = '',
+            budget: int = DEFAULT_BUDGET, index: Index | None = None, embedding_index=None,
+            question_vector=None) -> 'Excerpt':
     """The Excerpt for a question. position: a fraction of the book, or None. With an
     embedding_index of the book's passages and the question's vector (grounding.embeddings),
-    passages are ranked by meaning as well as by their words."""
+    passages are ranked by meaning as well as by their words. Raises NoPlace for a scope
+    that keeps to the reader's place (NEEDS_PLACE) when position is None."""
     if scope not in SCOPES:
         raise ValueError(f'unknown scope {scope!r}; the scopes are {", ".join(SCOPES)}')
+    check_place(scope, position)
     until = None if position is None or scope == 'book' else int(max(0.0, min(1.0, position)) * book.length)
     chapters = tuple(c.title for c in book.chapters)
     chosen = []
@@ -133,16 +154,24 @@ def passages_block(ex):
                           for p in ex.passages)
 
 
-# The control tokens of chat templates (<|im_start|>, <|eot_id|>, <s>, [INST], <start_of_turn>...):
-# a server such as llama-server reads them as the real thing even inside a message, so a book
-# that spells one out would start a message of its own. A space inside makes them plain text.
-CONTROL_TOKEN = re.compile(r'<(\|[^<>|\n]{0,40}\||/?(?:s|start_of_turn|end_of_turn))>|\[(/?INST)\]')
+# The control tokens of chat templates (<|im_start|>, <|eot_id|>, DeepSeek's <｜User｜>, <s>, [INST],
+# <<SYS>>, <start_of_turn>, <think>...): a server such as llama-server reads them as the real thing
+# even inside a message, so a book that spells one out would start a message of its own. A space
+# inside makes them plain text. Tokenizers match them exactly, so this is case-sensitive.
+CONTROL_TOKEN = re.compile(
+    r'<([|\uff5c][^<>|\uff5c\n]{0,40}[|\uff5c]|/?(?:s|start_of_turn|end_of_turn|think))>'
+    r'|\[(/?(?:INST|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS|THINK))\]'
+    r'|<<(/?SYS)>>')
+# The block's own tags are read by the model, not by the tokenizer: in any case, with spaces
+# inside, or with a space or a hyphen for the underscore, they would still read as the tag.
+BLOCK_TAG = re.compile(r'<\s*(/?)\s*(book[\s_-]*passages)\b', re.I)
 
 
 def defused(text):
-    """The book's text as data: it cannot close the block early nor spell out a control token."""
-    text = CONTROL_TOKEN.sub(lambda m: f'< {m.group(1)} >' if m.group(1) else f'[ {m.group(2)} ]', text)
-    return text.replace(CLOSE[:-1], '</ ' + CLOSE[2:-1])
+    """The book's text as data: it cannot open or close the block nor spell out a control token."""
+    text = CONTROL_TOKEN.sub(lambda m: f'< {m.group(1)} >' if m.group(1) else (
+        f'[ {m.group(2)} ]' if m.group(2) else f'<< {m.group(3)} >>'), text)
+    return BLOCK_TAG.sub(lambda m: f'<{m.group(1)} {m.group(2)}', text)
 
 
 def numbered_block(items):

@@ -29,6 +29,7 @@ class BookText:
     index: object           # grounding.index.Index over its passages
     fmt: str
     meaning: object = None  # grounding.embeddings.EmbeddingIndex of its passages, once made
+    skipped_told: bool = False  # the reader was told which chapters could not be read
 
 
 class BookSource(QObject):

@@ -253,6 +253,9 @@ class ConversationPanel(QWidget):
             if not self.waiting_for(token):
                 return  # stopped, or the window closed, while the book was read
             if text is not None and by_meaning(provider, scope):  # still waiting: for the embeddings
+                if self.place_unknown(text, scope):  # nothing goes, not even to be embedded
+                    self.stop_waiting(token)
+                    return self.give_back(typed)
                 return self.rank_by_meaning(provider, text, question, token, lambda *meaning: chosen(text, *meaning))
             self.stop_waiting(token)
             if text is None:
@@ -261,6 +264,9 @@ class ConversationPanel(QWidget):
             chosen(text)
 
         def chosen(text, embedding_index=None, question_vector=None):
+            if not text.skipped_told and (note := text.book.skipped_note()):
+                text.skipped_told = True
+                self.show_notice(note)
             ex = self.excerpt(text, scope, question, embedding_index, question_vector)
             if ex is None:
                 return self.give_back(typed)
@@ -320,19 +326,35 @@ class ConversationPanel(QWidget):
             then(*result)
         run_in_thread(work, done, self)
 
-    def excerpt(self, text, scope, question, embedding_index=None, question_vector=None):
-        """The passages for question, or None (said why) when they cannot be chosen."""
-        from calibre_plugins.bookai.grounding.scopes import excerpt
+    def excerpt(self, text, scope: str, question: str, embedding_index=None, question_vector=None):
+        """The passages for question, or None (said why) when they cannot be chosen: for a scope
+        that keeps to the reader's place when none is known (the rule is grounding.scopes')."""
+        from calibre_plugins.bookai.grounding.scopes import NoPlace, excerpt
         from calibre_plugins.bookai.settings.prefs import plugin_prefs
         position = self.grounding.position(text) if scope != 'book' else None
-        if position is None and scope in ('chapter', 'position'):
-            self.show_notice(_('Book AI does not know where you are in this book, so it cannot keep to what you '
-                               'have read. Open the book in calibre\'s E-book viewer: your place is saved when you '
-                               'close it. Or choose "{scope}". Nothing was sent.').format(scope=scope_label('book')))
-            return None
         selection = self.grounding.selection() if self.grounding.selection else ''
-        return excerpt(text.book, scope, question, position, selection, plugin_prefs()['book_text_budget'],
-                       text.index, embedding_index, question_vector)
+        try:
+            return excerpt(text.book, scope, question, position, selection, plugin_prefs()['book_text_budget'],
+                           text.index, embedding_index, question_vector)
+        except NoPlace:
+            self.say_no_place()
+            return None
+
+    def place_unknown(self, text, scope: str) -> bool:
+        """Whether scope keeps to the reader's place and none is known (said so), by the rule of
+        grounding.scopes, before any work for the passages."""
+        from calibre_plugins.bookai.grounding.scopes import NoPlace, check_place
+        try:
+            check_place(scope, self.grounding.position(text) if scope != 'book' else None)
+        except NoPlace:
+            self.say_no_place()
+            return True
+        return False
+
+    def say_no_place(self) -> None:
+        self.show_notice(_('Book AI does not know where you are in this book, so it cannot keep to what you '
+                           'have read. Open the book in calibre\'s E-book viewer: your place is saved when you '
+                           'close it. Or choose "{scope}". Nothing was sent.').format(scope=scope_label('book')))
 
     def send(self, provider, question, typed='', passages='', spoiler_safe=False, places=()):
         """Confirm (as the settings say, and before book text goes online), then stream the answer.

@@ -1,5 +1,8 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""The settings of one provider, built from the options it declares."""
+"""The settings of one provider, built from the options it declares. Each value is checked
+as its Option says (providers.base.Option.check): what is wrong is shown in red under its
+field, and nothing is saved while anything is wrong. A value saved that cannot be used (an
+edited file) is shown as the default, with what was wrong under the field."""
 
 from qt.core import (
     QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
@@ -51,6 +54,7 @@ class ProviderConfigWidget(QWidget):
         super().__init__(parent)
         self.provider = provider
         self.editors = {}
+        self.problems = {}  # option name: the label under its field saying what is wrong
         self.setup_ui()
 
     def setup_ui(self):
@@ -73,6 +77,12 @@ class ProviderConfigWidget(QWidget):
             if option.help:
                 editor.setToolTip(option.help)
             form.addRow(label, editor)
+            problem = self.problems[option.name] = QLabel(self)
+            problem.setWordWrap(True)
+            problem.setStyleSheet('QLabel { color: red }')
+            problem.setVisible(False)
+            form.addRow('', problem)
+            self.watch(option)
             if option.kind == 'secret':
                 self.key_place = QLabel(p.secrets.where(), self)
                 self.key_place.setWordWrap(True)
@@ -80,6 +90,11 @@ class ProviderConfigWidget(QWidget):
         for option in p.all_options():
             if option.fills and option.fills in self.editors:
                 self.connect_filler(option)
+            if option.name in p.settings and option.kind != 'secret':  # saved, and cannot be used
+                try:
+                    option.check(p.settings[option.name])
+                except ValueError as e:
+                    self.show_problem(option.name, str(e))
         self.model_picker = self.editors.get('model')
         if self.model_picker is not None:
             self.model_picker.refresh_button.clicked.connect(self.refresh_models)
@@ -108,6 +123,29 @@ class ProviderConfigWidget(QWidget):
         chooser.currentIndexChanged.connect(update)
         update()
 
+    def watch(self, option) -> None:
+        """Say what is wrong with a typed value as it is typed."""
+        e = self.editors[option.name]
+        changed = {QLineEdit: lambda: e.textChanged, QPlainTextEdit: lambda: e.textChanged,
+                   ModelPicker: lambda: e.box.editTextChanged}.get(type(e))
+        if changed is not None:
+            changed().connect(lambda *args: self.show_problem(option.name, self.problem_of(option)))
+
+    def show_problem(self, name: str, problem: str) -> None:
+        label = self.problems[name]
+        label.setText(problem)
+        label.setVisible(bool(problem))
+
+    def problem_of(self, option) -> str:
+        """What is wrong with the value shown for option, in words; '' when it can be saved."""
+        try:
+            value = self.value_of(option)
+            if value is not None:
+                option.check(value)
+        except ValueError as e:
+            return str(e)
+        return ''
+
     def editor_for(self, option):
         value = self.provider.option(option.name) if option.kind != 'secret' else ''
         if option.kind == 'secret':
@@ -122,13 +160,15 @@ class ProviderConfigWidget(QWidget):
             return e
         if option.kind == 'int':
             e = QSpinBox(self)
-            e.setRange(0, 10_000_000)
+            e.setRange(int(option.minimum if option.minimum is not None else 0),
+                       int(option.maximum if option.maximum is not None else 10_000_000))
             e.setValue(int(value or 0))
             return e
         if option.kind == 'float':
             e = QDoubleSpinBox(self)
-            e.setRange(-1, 100_000)
             e.setDecimals(1)
+            e.setRange(option.minimum if option.minimum is not None else -1,
+                       option.maximum if option.maximum is not None else 100_000)
             e.setValue(float(value))
             return e
         if option.kind == 'choice':
@@ -150,42 +190,43 @@ class ProviderConfigWidget(QWidget):
             e.setPlaceholderText(self.provider.default_base_url or _('http://host:port/v1'))
         return e
 
-    def values(self):
-        """The option values as shown, the API key only when one was typed."""
+    def value_of(self, option):
+        """The value shown for option (None for an API key not typed). Raises ValueError."""
         from calibre_plugins.bookai.providers.base import parse_headers
+        e = self.editors[option.name]
+        if option.kind == 'secret':
+            return e.text().strip() or None
+        if option.kind == 'bool':
+            return e.isChecked()
+        if option.kind in ('int', 'float'):
+            return e.value()
+        if option.kind == 'choice':
+            return e.currentData()
+        if option.kind == 'model':
+            return e.value()
+        if option.kind == 'headers':
+            return parse_headers(e.toPlainText())
+        return e.text().strip()
+
+    def values(self):
+        """The option values as shown, checked, the API key only when one was typed. Raises ValueError."""
         values = {}
         for option in self.provider.all_options():
-            e = self.editors[option.name]
-            if option.kind == 'secret':
-                if e.text().strip():
-                    values[option.name] = e.text().strip()
-            elif option.kind == 'bool':
-                values[option.name] = e.isChecked()
-            elif option.kind in ('int', 'float'):
-                values[option.name] = e.value()
-            elif option.kind == 'choice':
-                values[option.name] = e.currentData()
-            elif option.kind == 'model':
-                values[option.name] = e.value()
-            elif option.kind == 'headers':
-                values[option.name] = parse_headers(e.toPlainText())
-            else:
-                values[option.name] = e.text().strip()
+            value = self.value_of(option)
+            if value is not None:
+                values[option.name] = option.check(value)
         return values
 
     def validate(self):
-        """'' when the values can be saved, else what is wrong, in a sentence."""
-        try:
-            values = self.values()
-        except ValueError as e:
-            return str(e)
+        """'' when the values can be saved, else what is wrong, in a sentence; each problem is
+        shown under its field."""
+        found = ''
         for option in self.provider.all_options():
-            if option.kind == 'url' and values.get(option.name):
-                try:
-                    option.parse(values[option.name])
-                except ValueError as e:
-                    return str(e)
-        return ''
+            problem = self.problem_of(option)
+            self.show_problem(option.name, problem)
+            if problem and not found:
+                found = f'{option.label}: {problem}.'
+        return found
 
     def provider_with_these_settings(self):
         """A provider built from what the widget shows, to test before saving."""
@@ -196,8 +237,12 @@ class ProviderConfigWidget(QWidget):
         return type(self.provider)(settings=settings)
 
     def commit(self):
-        """Save: the options to the plugin's settings, a typed key to the secret store."""
+        """Save: the options to the plugin's settings, a typed key to the secret store; nothing
+        while a value is wrong (validate() shows what). Raises OSError when the file cannot be
+        written."""
         from calibre_plugins.bookai.settings.prefs import plugin_prefs
+        if self.validate():
+            return
         values = self.values()
         key = values.pop('api_key', None)
         prefs = plugin_prefs()

@@ -338,6 +338,9 @@ class SettingsWidget(QWidget):
     def setup_ui(self):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        self.file_problems = wrapped_label('', self)  # a settings file that could not be read: said here
+        self.file_problems.setStyleSheet('QLabel { color: red }')
+        layout.addWidget(self.file_problems)
         self.tabs = QTabWidget(self)
         layout.addWidget(self.tabs)
         self.tabs.addTab(self.provider_tab(), _('&Provider'))
@@ -345,6 +348,13 @@ class SettingsWidget(QWidget):
         self.tabs.addTab(self.reading_tab(), _('Read&ing'))
         self.tabs.addTab(self.sent_tab(), _('&Sent to the AI'))
         self.tabs.addTab(self.save_tab(), _('Sa&ve to book'))
+        self.show_file_problems()
+
+    def show_file_problems(self) -> None:
+        from calibre_plugins.bookai.settings.prefs import problems
+        text = '\n'.join(problems())
+        self.file_problems.setText(text)
+        self.file_problems.setVisible(bool(text))
 
     def sizeHint(self):
         return QSize(720, 500)
@@ -694,9 +704,11 @@ class SettingsWidget(QWidget):
 
     def problem(self):
         """'' when everything shown can be saved, else what is wrong, in a sentence."""
-        for w in self.config_widgets.values():
-            problem = w.validate()
+        for name, w in self.config_widgets.items():
+            problem = w.validate()  # shown under its field too
             if problem:
+                self.tabs.setCurrentIndex(0)
+                self.provider_box.setCurrentIndex(self.provider_box.findData(name))
                 return problem
         return ''
 
@@ -712,8 +724,20 @@ class SettingsWidget(QWidget):
             error_dialog(self, _('The settings cannot be saved'), problem, show=True)
         return not problem
 
-    def commit(self):
-        """Write every setting shown."""
+    def commit(self) -> bool:
+        """Write every setting shown: True, else says why the file could not be written, and False."""
+        from calibre_plugins.bookai.settings.prefs import not_saved
+        try:
+            self.write()
+        except OSError as e:
+            from calibre.gui2 import error_dialog
+            error_dialog(self, _('The settings cannot be saved'), not_saved(self.prefs, e), show=True)
+            return False
+        finally:
+            self.show_file_problems()  # a damaged file: now with where it was kept
+        return True
+
+    def write(self) -> None:
         for w in self.config_widgets.values():
             w.commit()
         prefs = self.prefs
@@ -748,10 +772,8 @@ class SettingsDialog(QDialog):
         return QSize(720, 560)
 
     def accept(self):
-        if not self.settings.validate():
-            return
-        self.settings.commit()
-        super().accept()
+        if self.settings.validate() and self.settings.commit():
+            super().accept()
 
 
 def show_settings(parent=None, db=None):

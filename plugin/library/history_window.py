@@ -75,6 +75,8 @@ class HistoryWindow(QDialog):
         if history.damaged:
             self.notice.setText(_('Some saved conversations could not be read. They were kept, set aside, as: '
                                   '{files}').format(files=', '.join(history.damaged)))
+        elif history.unreadable:
+            self.notice.setText(history.unreadable)
         elif not summaries:
             self.notice.setText(_('No conversations yet. They are kept here as soon as a question is answered.'))
         else:

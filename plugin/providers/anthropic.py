@@ -25,8 +25,9 @@ class Anthropic(AIProviderPlugin):
     description = _("Anthropic's Claude models.")
     capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH
     default_base_url = 'https://api.anthropic.com/v1'
+    remote_service = True
     options = (
-        Option('max_tokens', _('Longest answer (tokens)'), 'int', 8192),
+        Option('max_tokens', _('Longest answer (tokens)'), 'int', 8192, minimum=1, maximum=1_000_000),
         Option('web_search', _('Let Claude search the web (costs extra)'), 'bool', False),
     )
     tier_patterns = (('high', r'claude-opus-[\w.-]+'), ('medium', r'claude-sonnet-[\w.-]+'),

@@ -14,25 +14,32 @@ A provider is one small class that knows its wire format and nothing else:
 
 Everything else is here, the same for all: settings and keys, choosing the
 model, caching the model list for a day, timeouts, Stop, retries, turning every
-failure into a Failed chunk, usage and cost. The rest of the plugin only ever
+failure into a Failed chunk, usage and cost, and keeping the provider's secrets
+(secret_values) out of everything that leaves it: text_chat's chunks go through
+redacted_stream(), and errors, model lists and Test connection are redacted too. The rest of the plugin only ever
 calls text_chat() (and embed(), for ranking passages by meaning) and never
 knows which provider it holds.
 """
 
 import json
+import math
 import os
+import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Flag, auto
-from functools import cached_property
+from functools import cached_property, wraps
 
+from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.errors import (
-    ConnectionLost, MissingKey, NotConfigured, ProtocolError, ProviderError, redact,
+    ConnectionLost, MissingKey, NotConfigured, ProtocolError, ProviderError, Secrets, TooLarge, secrets_in_header,
+    secrets_in_url, without_userinfo,
 )
-from calibre_plugins.bookai.core.messages import Done, Failed, TextDelta, Usage
+from calibre_plugins.bookai.core.messages import Done, Failed, ReasoningDelta, TextDelta, Usage, WebLink
 from calibre_plugins.bookai.core.streams import NDJSONDecoder, SSEDecoder
 from calibre_plugins.bookai.core.transport import (
-    Cancelled, CancelToken, HTTPError, Request, Timeouts, Transport, http_error_to_provider_error,
+    Cancelled, CancelToken, HTTPError, Request, Response, Timeouts, Transport, http_error_to_provider_error,
 )
 from calibre_plugins.bookai.providers import pricing
 
@@ -44,6 +51,8 @@ MODELS_CACHE_SECONDS = 24 * 60 * 60
 EMBED_BATCH = 64  # texts per embeddings request
 REASONING_EFFORTS = ('auto', 'high', 'medium', 'low', 'none')
 TIERS = ('high', 'medium', 'low')
+SHORTEST_TIMEOUT = 0.1    # seconds: the timeouts a reader can set, so that none is 0, negative or endless
+LONGEST_TIMEOUT = 3600.0
 
 
 class Capability(Flag):
@@ -59,7 +68,11 @@ class Option:
     """One setting a provider needs. `kind` says how it is edited and checked:
     text, secret (an API key: kept in the secret store, never shown back),
     url, int, float, bool, choice (from `choices`: (value, label) pairs),
-    model (an id, with the live list to pick from), headers (Name: value lines)."""
+    model (an id, with the live list to pick from), headers (Name: value lines).
+
+    Every value is checked where it is set (the settings dialog, the command line's
+    configure) and where it is read back from the settings file, by check(): numbers are
+    finite and from `minimum` to `maximum`, addresses are parsed (check_url)."""
     name: str
     label: str
     kind: str = 'text'
@@ -69,40 +82,133 @@ class Option:
     # a choice that suggests another option's value: that option's name, and value per choice
     fills: str = ''
     fill_values: tuple = ()
+    minimum: float | None = None  # int and float: the smallest value allowed
+    maximum: float | None = None  # int and float: the largest value allowed
 
-    def parse(self, text):
-        """A value from its text form (the command line's key=value). Raises ValueError."""
-        if self.kind == 'int':
-            return int(text)
-        if self.kind == 'float':
-            return float(text)
+    def parse(self, text: str) -> object:
+        """A value from its text form (the command line's key=value), checked. Raises ValueError."""
+        if self.kind in ('int', 'float'):
+            try:
+                return self.check(int(text) if self.kind == 'int' else float(text))
+            except ValueError:  # quoted as typed
+                raise ValueError(self.out_of_range(text)) from None
         if self.kind == 'bool':
             low = str(text).strip().lower()
             if low in ('1', 'true', 'yes', 'on'):
                 return True
             if low in ('0', 'false', 'no', 'off'):
                 return False
-            raise ValueError(_('"{value}" is not yes or no').format(value=text))
-        if self.kind == 'choice' and text not in {v for v, label in self.choices}:
-            raise ValueError(_('"{value}" is not one of: {choices}').format(
-                value=text, choices=', '.join(v for v, label in self.choices)))
+            raise ValueError(_('"{value}" is not yes or no').format(value=shown(text)))
         if self.kind == 'headers':
-            return parse_headers(text)
-        if self.kind == 'url' and text and not text.startswith(('http://', 'https://')):
-            raise ValueError(_('"{value}" is not an http:// or https:// address').format(value=text))
-        return text
+            return self.check(parse_headers(text))
+        return self.check(text)
+
+    def check(self, value: object) -> object:
+        """value if this option can have it (as typed in, or as read from the settings file),
+        else ValueError with what is wrong, in words."""
+        kind = self.kind
+        if kind in ('int', 'float'):
+            number = type(value) in (int, float) and math.isfinite(value) and (kind == 'float' or type(value) is int)
+            if not number or (self.minimum is not None and value < self.minimum) or (
+                    self.maximum is not None and value > self.maximum):
+                raise ValueError(self.out_of_range(value))
+            return float(value) if kind == 'float' else value
+        if kind == 'bool':
+            if type(value) is not bool:
+                raise ValueError(_('"{value}" is not yes or no').format(value=shown(value)))
+            return value
+        if kind == 'choice':
+            if not isinstance(value, str) or value not in {v for v, label in self.choices}:
+                raise ValueError(_('"{value}" is not one of: {choices}').format(
+                    value=shown(value), choices=', '.join(v for v, label in self.choices)))
+            return value
+        if kind == 'headers':
+            return parse_headers(value)
+        if kind == 'secret':  # never quoted: a key is not shown, even a wrong one
+            if not isinstance(value, str) or not value or any(c.isspace() or not c.isprintable() for c in value):
+                raise ValueError(_('An API key is one line of letters, digits and signs, with no space'))
+            return value
+        if not isinstance(value, str):
+            raise ValueError(_('"{value}" is not text').format(value=shown(value)))
+        if kind == 'url':
+            return check_url(value)
+        if any(not c.isprintable() for c in value):
+            raise ValueError(_('"{value}" has a line break or a control character').format(value=shown(value)))
+        return value
+
+    def out_of_range(self, value: object) -> str:
+        """What is wrong with a number that is not one, or not one this option allows."""
+        low = '' if self.minimum is None else f'{self.minimum:g}'
+        high = '' if self.maximum is None else f'{self.maximum:g}'
+        if self.kind == 'int':
+            return _('"{value}" is not a whole number from {minimum} to {maximum}').format(
+                value=shown(value), minimum=low, maximum=high)
+        return _('"{value}" is not a number from {minimum} to {maximum}').format(
+            value=shown(value), minimum=low, maximum=high)
 
 
-def parse_headers(text):
-    """'Name: value' lines (or ; separated) into a list of (name, value)."""
+def shown(value: object, limit: int = 200) -> str:
+    """A value as it is quoted in a message: on one line, its control characters escaped,
+    the user name and password of an address left out, and not too long."""
+    text = str(value)
+    text = without_userinfo(text, '…')
+    text = ''.join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    return text if len(text) <= limit else text[:limit] + '…'
+
+
+def check_url(value: str) -> str:
+    """value, when it is an address Book AI can send to: http or https, a host, a port from 1
+    to 65535 when one is given, no space or control character, no query or fragment (they
+    would end up before the routes Book AI adds), and no user name or password (a key goes
+    in the API key field, where it is kept as a secret). '' (the provider's default) is
+    fine. Else ValueError, in words."""
+    from urllib.parse import urlsplit
+    if not value:
+        return value
+    if any(c.isspace() or not c.isprintable() for c in value):
+        raise ValueError(_('"{value}" has a space, a line break or a control character, which an address '
+                           'cannot have').format(value=shown(value)))
+    not_an_address = _('"{value}" is not an http:// or https:// address').format(value=shown(value))
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+    except ValueError:
+        raise ValueError(not_an_address) from None
+    if parts.scheme.lower() not in ('http', 'https') or not value.lower().startswith(('http://', 'https://')) or \
+            not host:
+        raise ValueError(not_an_address)
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(_('"{value}" holds a user name or password: put the key in the API key field '
+                           'instead').format(value=shown(value)))
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0 or (parts.netloc.endswith(':') and port is None):
+        raise ValueError(_('The port in "{value}" is not a number from 1 to 65535').format(value=shown(value)))
+    if parts.query or parts.fragment or '?' in value or '#' in value:
+        raise ValueError(_('"{value}" has a ? or # part: give only the address of the API').format(
+            value=shown(value)))
+    return value
+
+
+def parse_headers(text: object) -> list:
+    """'Name: value' lines (or ; separated), or (name, value) pairs as saved, into a list of
+    (name, value). Raises ValueError for anything else."""
     if isinstance(text, (list, tuple)):
-        return [tuple(x) for x in text]
+        pairs = [tuple(x) if isinstance(x, (list, tuple)) else x for x in text]
+        for pair in pairs:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(s, str) for s in pair)):
+                raise ValueError(_('"{value}" is not a "Name: value" header').format(value=shown(pair)))
+        return pairs
+    if not isinstance(text, str):
+        raise ValueError(_('"{value}" is not a "Name: value" header').format(value=shown(text)))
     headers = []
-    for part in str(text).replace(';', '\n').splitlines():
+    for part in text.replace(';', '\n').splitlines():
         if part.strip():
             name, sep, value = part.partition(':')
             if not sep or not name.strip():
-                raise ValueError(_('"{value}" is not a "Name: value" header').format(value=part.strip()))
+                raise ValueError(_('"{value}" is not a "Name: value" header').format(value=shown(part.strip())))
             headers.append((name.strip(), value.strip()))
     return headers
 
@@ -114,8 +220,10 @@ def common_options(read_timeout):
         Option('model', _('Model'), 'model', '', help=_('Leave empty to choose automatically')),
         Option('model_tier', _('Automatic model choice'), 'choice', 'medium', choices=(
             ('high', _('Most capable')), ('medium', _('Balanced')), ('low', _('Fastest and cheapest')))),
-        Option('connect_timeout', _('Connection timeout (seconds)'), 'float', 30.0),
-        Option('read_timeout', _('Longest silence while answering (seconds)'), 'float', read_timeout),
+        Option('connect_timeout', _('Connection timeout (seconds)'), 'float', 30.0,
+               minimum=SHORTEST_TIMEOUT, maximum=LONGEST_TIMEOUT),
+        Option('read_timeout', _('Longest silence while answering (seconds)'), 'float', read_timeout,
+               minimum=SHORTEST_TIMEOUT, maximum=LONGEST_TIMEOUT),
     )
 
 
@@ -138,7 +246,6 @@ def timestamp_of(stamp):
     """Seconds since 1970 for an ISO 8601 time ('2025-09-29T10:00:00.123456789Z'), 0 if unreadable."""
     if not stamp:
         return 0.0
-    import re
     from datetime import datetime
     stamp = re.sub(r'(\.\d{6})\d+', r'\1', stamp).replace('Z', '+00:00')  # at most microseconds
     try:
@@ -175,17 +282,36 @@ class StreamState:
         self.web_links = [w for w in self.web_links if isinstance(w.url, str) and isinstance(w.title, str)]
 
 
+def redacted_output(text_chat):
+    """text_chat, its chunks passed through redacted_stream() with the provider's secrets."""
+    @wraps(text_chat)
+    def redacted_text_chat(self, *args, **kwargs):
+        return redacted_stream(text_chat(self, *args, **kwargs), self.known_secrets)
+    return redacted_text_chat
+
+
+def redacted_errors(method):
+    """method, with no secret of the provider's in an error it raises."""
+    @wraps(method)
+    def redacted_method(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except ProviderError as e:
+            raise self.known_secrets.redact_error(e) from None
+    return redacted_method
+
+
 class AIProviderPlugin:
 
     name = ''                   # the internal id: settings are stored under it
     display_name = ''
     description = ''
     capabilities = Capability.TEXT_TO_TEXT
-    is_local = False            # runs on this machine: nothing leaves it
     default_read_timeout = 120.0
     needs_key = True
     key_optional = False        # a key may be given, the service works without one
     default_base_url = ''
+    remote_service = False      # a service on the internet: never local, at any address (a gateway passes it on)
     stream_format = 'sse'       # or 'ndjson'
     options = ()                # the provider's own, after common_options()
     tier_patterns = ()          # (tier, regular expression for the whole id) to choose from the live list
@@ -235,7 +361,8 @@ class AIProviderPlugin:
     def settings(self):
         if self._settings is None:
             from calibre_plugins.bookai.settings.prefs import plugin_prefs
-            self._settings = dict(plugin_prefs()['providers'].get(self.name, {}))
+            saved = plugin_prefs()['providers'].get(self.name, {})
+            self._settings = dict(saved) if isinstance(saved, dict) else {}
         return self._settings
 
     def option(self, name):
@@ -249,7 +376,12 @@ class AIProviderPlugin:
 
     def read_option(self, name):
         if name in self.settings and name != 'api_key':
-            return self.settings[name]
+            try:
+                return self.option_named(name).check(self.settings[name])
+            except KeyError:  # not an option of this provider's: as it is
+                return self.settings[name]
+            except ValueError:  # an edited or damaged settings file: missing_setup() says what is wrong
+                return self.option_named(name).default
         if name == 'api_key':
             if 'api_key' in self.settings:  # given explicitly (tests, one-off use)
                 return self.settings['api_key']
@@ -288,6 +420,23 @@ class AIProviderPlugin:
     def base_url(self):
         return (self.option('base_url') or self.default_base_url).rstrip('/')
 
+    @property
+    def is_local(self) -> bool:
+        """Runs on this machine, so nothing sent leaves it: decided from the address in use,
+        for every provider alike. The address must be loopback (core.transport.is_local) and
+        reached without calibre's proxy; a service on the internet reached through a local
+        address (a gateway, a proxy) is not local: the text goes on to the service."""
+        from urllib.parse import urlsplit
+        from calibre_plugins.bookai.core.transport import is_local
+        if self.remote_service:
+            return False
+        try:
+            parts = urlsplit(self.base_url)
+            host = parts.hostname
+        except ValueError:  # an address that does not parse reaches nothing, and is not vouched for
+            return False
+        return is_local(host) and self.transport.proxy_for(parts.scheme, host) is None
+
     @cached_property
     def timeouts(self):
         return Timeouts(connect=float(self.option('connect_timeout')), read=float(self.option('read_timeout')))
@@ -300,8 +449,22 @@ class AIProviderPlugin:
         """Why this provider cannot be used yet, in a sentence; '' when it can."""
         return self._missing_setup
 
+    def wrong_setting(self):
+        """What is wrong with a value saved for one of the options, in a sentence; '' when
+        every value saved can be used (the file was edited, or written by an older version)."""
+        for option in self.all_options():
+            if option.name in self.settings and option.kind != 'secret':
+                try:
+                    option.check(self.settings[option.name])
+                except ValueError as e:
+                    return _('The setting "{option}" of {provider} cannot be used: {problem}. Change it in the '
+                             'settings.').format(option=option.label, provider=self.display_name, problem=e)
+        return ''
+
     @cached_property
     def _missing_setup(self):
+        if problem := self.wrong_setting():
+            return problem
         if not self.option('enabled'):
             return _('{provider} is disabled in the settings.').format(provider=self.display_name)
         if not self.base_url:
@@ -333,11 +496,37 @@ class AIProviderPlugin:
     def headers(self):
         return dict(self._headers)
 
-    def request(self, path, payload=None, method=None):
+    def request(self, path: str, payload: object = None, method: str | None = None) -> Request:
         """A request to base_url + path, with this provider's headers and its secrets marked."""
         body = None if payload is None else to_json(payload).encode('utf-8')
         return Request(self.base_url + path, method or ('GET' if payload is None else 'POST'), self.headers(), body,
-                       secrets=tuple(s for s in (self.api_key,) if s))
+                       secrets=self.secret_values)
+
+    @cached_property
+    def secret_values(self) -> tuple:
+        """Every value of this provider's that must never be shown: its keys (every secret
+        option), the credentials in its address, the values of the headers the user set, and the
+        credentials of calibre's proxies."""
+        values = []
+        for o in self.all_options():
+            if o.kind == 'secret':
+                values.append(self.option(o.name))
+            elif o.kind == 'headers':
+                try:
+                    headers = parse_headers(self.option(o.name) or ())
+                except ValueError:
+                    headers = ()
+                for _name, value in headers:
+                    values += secrets_in_header(value)
+        values += secrets_in_url(self.base_url)
+        for proxy in (getattr(self.transport, 'proxies', None) or {}).values():
+            values += secrets_in_url(proxy if '://' in str(proxy) else f'http://{proxy}')
+        return tuple(dict.fromkeys(v for v in values if isinstance(v, str) and v))
+
+    @cached_property
+    def known_secrets(self) -> Secrets:
+        """secret_values in every form a service may echo them in."""
+        return Secrets(self.secret_values)
 
     def chat_request(self, messages, model, max_tokens=None):
         raise NotImplementedError()
@@ -365,7 +554,9 @@ class AIProviderPlugin:
     def parse_error(self, status, body):
         """(message, code) from an error body; the generic reading knows the usual JSON shapes."""
         try:
-            data = json.loads(body)
+            data = limits.load_json(body)
+        except limits.TooDeep:  # nothing worth quoting
+            return '', ''
         except ValueError:
             return text_of_html(body)[:300], ''
         err = data.get('error', data) if isinstance(data, dict) else data
@@ -381,6 +572,7 @@ class AIProviderPlugin:
 
     # the conversation {{{
 
+    @redacted_output
     def text_chat(self, messages, use_model='', cancel=None, max_tokens=None):
         """Send the conversation; yield TextDelta and ReasoningDelta chunks as the answer
         streams, then one Done (finish_reason 'cancelled' after Stop) or one Failed.
@@ -394,7 +586,7 @@ class AIProviderPlugin:
             state.model = model
             response = self.open(self.chat_request(list(messages), model, max_tokens), model, cancel)
             try:
-                yield from self.answer_chunks(self.events(response), state)
+                yield from self.progressing(self.answer_chunks(self.events(response), state), response)
                 response.finish()  # read the stream's end, so that the connection can be kept
             finally:
                 response.close()  # unless finish() kept it
@@ -426,8 +618,17 @@ class AIProviderPlugin:
                     web_links=tuple(state.web_links), response_id=state.response_id,
                     reasoning_details=tuple(state.reasoning_details))
 
-    def scrub(self, text):
-        return redact(text, (self.api_key,))
+    def scrub(self, text: str) -> str:
+        """text with none of this provider's secrets in it, in any of their forms."""
+        return self.known_secrets.redact(text)
+
+    def redacted_models(self, models) -> list:
+        """The model list with no secret in an id or a name."""
+        secrets = self.known_secrets
+        if not secrets:
+            return list(models)
+        from dataclasses import replace
+        return [replace(m, id=secrets.redact(m.id), name=secrets.redact(m.name)) for m in models]
 
     def open(self, request, model, cancel):
         try:
@@ -436,19 +637,31 @@ class AIProviderPlugin:
             message, code = self.parse_error(e.status, e.body)
             raise http_error_to_provider_error(e, self.display_name, message, code, model) from None
 
-    def json_answer(self, request, model, cancel, unreadable):
-        """The JSON the service answers to request; unreadable (with {provider}) says when it is not JSON."""
+    def json_answer(self, request: Request, model: str, cancel: CancelToken, unreadable: str) -> object:
+        """The JSON the service answers to request; unreadable (with {provider}) says when it is not JSON.
+        A body larger than limits.MAX_JSON_BYTES, or nested deeper than limits.MAX_JSON_DEPTH, is
+        not read: TooLarge, ProtocolError."""
         response = self.open(request, model, cancel)
+        body = response.read_all(limits.MAX_JSON_BYTES + 1)
+        if len(body) > limits.MAX_JSON_BYTES:
+            raise too_large(self.display_name, limits.MAX_JSON_BYTES)
         try:
-            return json.loads(response.read_all())
+            return limits.load_json(body)
+        except limits.TooDeep:
+            raise too_deep(self.display_name) from None
         except ValueError:
             raise ProtocolError(unreadable.format(provider=self.display_name)) from None
 
-    def events(self, response):
+    def events(self, response: Response) -> Iterator:
+        """The decoded events of a streamed answer. Bounded: limits.MAX_ANSWER_BYTES for the
+        whole answer (TooLarge), limits.MAX_LINE_CHARS for a line, limits.MAX_JSON_DEPTH."""
         decoder = NDJSONDecoder() if self.stream_format == 'ndjson' else SSEDecoder()
-        first_bytes, any_event = b'', False
+        first_bytes, any_event, size, most = b'', False, 0, limits.MAX_ANSWER_BYTES
         try:
             for data in response.chunks():
+                size += len(data)
+                if size > most:
+                    raise too_large(self.display_name, most)
                 if len(first_bytes) < 300:
                     first_bytes += data[:300]
                 for event in decoder.feed(data):
@@ -457,6 +670,12 @@ class AIProviderPlugin:
             for event in decoder.close():
                 any_event = True
                 yield event
+        except limits.LineTooLong as e:
+            raise TooLarge(_('{provider} sent a line longer than {megabytes:g} MB, the most Book AI accepts, '
+                             'so the answer was stopped.').format(
+                provider=self.display_name, megabytes=e.limit / 2 ** 20)) from None
+        except limits.TooDeep:
+            raise too_deep(self.display_name) from None
         except ValueError as e:
             raise ProtocolError(_('{provider} sent something that is not a valid answer stream.').format(
                 provider=self.display_name), details=str(e)) from None
@@ -480,10 +699,27 @@ class AIProviderPlugin:
             state.checked()
 
     @staticmethod
+    def progressing(chunks: Iterator, response: Response) -> Iterator:
+        """chunks, with the response's deadline moved on by each one that carries answer text:
+        keepalives, pings and empty deltas yield nothing here, so they do not count as the
+        service answering (see transport.Deadline). Also after the reader took the chunk, so
+        that a reader that was slow to take it is not counted as the service's silence."""
+        deadline = response.deadline
+        for chunk in chunks:
+            if chunk.text:
+                deadline.progress()
+                yield chunk
+                deadline.progress()
+            else:
+                yield chunk
+
+    @staticmethod
     def json_of(event, provider):
         """The JSON object an SSE event carries."""
         try:
-            data = json.loads(event.data)
+            data = limits.load_json(event.data)
+        except limits.TooDeep:
+            raise too_deep(provider) from None
         except ValueError:
             data = None
         if not isinstance(data, dict):
@@ -509,6 +745,7 @@ class AIProviderPlugin:
         return ((self.option('embedding_model') or '').strip() or self.default_embedding_model
                 or self.choose_model(cancel=cancel))
 
+    @redacted_errors
     def embed(self, texts, model='', cancel=None):
         """A vector (a list of floats) for each of texts, in order, asked EMBED_BATCH texts per
         request. Raises a ProviderError with what the service said, or Cancelled on Stop."""
@@ -542,24 +779,19 @@ class AIProviderPlugin:
 
     # models {{{
 
+    @redacted_errors
     def models(self, refresh=False, cancel=None):
         """The live model list, cached for a day in calibre's cache folder."""
         path = self.models_cache_path()
         if not refresh:
-            try:
-                with open(path, encoding='utf-8') as f:
-                    cached = json.load(f)
-                if time.time() - cached['fetched'] < MODELS_CACHE_SECONDS:
-                    return [Model(**m) for m in cached['models']]
-            except (OSError, ValueError, KeyError, TypeError):
-                pass
+            cached = read_models_cache(path)
+            if cached is not None:
+                return self.redacted_models(cached)
         data = self.json_answer(self.models_request(), '', cancel or CancelToken(),
                                 _('{provider} sent a model list that could not be read.'))
-        models = self.parse_models(data)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        from calibre_plugins.bookai.settings.prefs import write_private
-        write_private(path, json.dumps({'fetched': time.time(), 'base_url': self.base_url,
-                                        'models': [m.__dict__ for m in models]}))
+        models = self.redacted_models(kept_models(self.parse_models(first_items(data, limits.MAX_MODELS))))
+        write_models_cache(path, {'fetched': time.time(), 'base_url': without_userinfo(self.base_url),
+                                  'models': [m.__dict__ for m in models]})
         return models
 
     def models_cache_path(self):
@@ -582,7 +814,6 @@ class AIProviderPlugin:
 
     def pick_for_tier(self, models, tier):
         """The newest model whose id matches the tier's pattern; else the first listed."""
-        import re
         for t, pattern in self.tier_patterns:
             if t == tier:
                 matching = [m for m in models if re.fullmatch(pattern, m.id, flags=re.IGNORECASE)]
@@ -598,8 +829,12 @@ class AIProviderPlugin:
     def human_readable_model_name(self, model_id):
         return model_id
 
-    def test_connection(self):
-        """(ok, sentence): a real, minimal request, told in words."""
+    def test_connection(self) -> tuple[bool, str]:
+        """(ok, sentence): a real, minimal request, told in words, with no secret in them."""
+        ok, sentence = self._test_connection()
+        return ok, self.scrub(sentence)
+
+    def _test_connection(self):
         if problem := self.missing_setup():
             return False, problem
         try:
@@ -630,15 +865,137 @@ class AIProviderPlugin:
         config_widget.commit()
 
 
+def redacted_stream(chunks, secrets: Secrets):
+    """chunks, with every secret redacted from what they carry: the answer and the reasoning
+    (a secret split across two pieces included), the model, the web links, an error. The
+    shortest tail of a piece that could begin a secret waits for the next piece (or the end),
+    so nothing is lost; with no secret, the chunks pass untouched, as soon as they come."""
+    if not secrets:
+        yield from chunks
+        return
+    held_kind, held = TextDelta, ''
+    try:
+        for chunk in chunks:
+            kind = type(chunk)
+            if kind is TextDelta or kind is ReasoningDelta:
+                if kind is not held_kind:
+                    if held:
+                        yield held_kind(held)
+                    held_kind, held = kind, ''
+                text = secrets.redact(held + chunk.text)
+                cut = secrets.unfinished_start(text)
+                held = text[cut:]
+                if cut:
+                    yield kind(text[:cut])
+                continue
+            if held:
+                yield held_kind(held)
+                held = ''
+            yield redacted_chunk(chunk, secrets)
+        if held:
+            yield held_kind(held)
+    finally:
+        if hasattr(chunks, 'close'):
+            chunks.close()  # a reader that stops early (Stop, a closed window) ends the request at once
+
+
+def redacted_chunk(chunk, secrets: Secrets):
+    """A Done or Failed with no secret in it."""
+    if isinstance(chunk, Failed):
+        secrets.redact_error(chunk.error)
+        return chunk
+    if isinstance(chunk, Done):
+        from dataclasses import replace
+        kept = tuple(d for d in chunk.reasoning_details  # signed: dropped rather than changed
+                     if secrets.redact(json.dumps(d, ensure_ascii=False)) == json.dumps(d, ensure_ascii=False))
+        return replace(chunk, model=secrets.redact(chunk.model), response_id=secrets.redact(chunk.response_id),
+                       web_links=tuple(WebLink(secrets.redact(w.title), secrets.redact(w.url))
+                                       for w in chunk.web_links), reasoning_details=kept)
+    return chunk
+
+
+def first_items(data: object, count: int) -> object:
+    """A model list as parsed JSON, with no list in it (at its top, or in its top object)
+    longer than count: the rest is not looked at."""
+    if isinstance(data, list):
+        return data[:count]
+    if isinstance(data, dict):
+        return {k: v[:count] if isinstance(v, list) else v for k, v in data.items()}
+    return data
+
+
+def kept_models(models: list) -> list:
+    """The models worth keeping from a list a service sent: at most limits.MAX_MODELS, none
+    with an id longer than limits.MAX_MODEL_ID_CHARS, names shortened to that."""
+    from dataclasses import replace
+    most = limits.MAX_MODEL_ID_CHARS
+    kept = [m if len(m.name) <= most else replace(m, name=m.name[:most]) for m in models
+            if isinstance(m.id, str) and isinstance(m.name, str) and len(m.id) <= most]
+    return kept[:limits.MAX_MODELS]
+
+
+def set_aside(path: str) -> None:
+    """Keep a damaged file for a look, renamed *.damaged, rather than overwrite it."""
+    try:
+        os.replace(path, path + '.damaged')
+    except OSError:
+        pass
+
+
+def read_models_cache(path: str) -> list | None:
+    """The cached model list at path, if it is there and less than a day old. A file larger
+    than limits.MAX_MODELS_CACHE_BYTES, or one that is not a model list, is set aside."""
+    try:
+        with open(path, 'rb') as f:
+            raw = f.read(limits.MAX_MODELS_CACHE_BYTES + 1)
+    except OSError:
+        return None
+    try:
+        if len(raw) > limits.MAX_MODELS_CACHE_BYTES:
+            raise ValueError('too large')
+        cached = limits.load_json(raw)
+        fetched = cached['fetched']
+        models = [Model(**m) for m in cached['models']]
+        if not isinstance(fetched, (int, float)) or not all(isinstance(m.id, str) for m in models):
+            raise ValueError('not a model list')
+    except (ValueError, KeyError, TypeError):
+        set_aside(path)
+        return None
+    return models if time.time() - fetched < MODELS_CACHE_SECONDS else None
+
+
+def write_models_cache(path: str, cached: dict) -> None:
+    """Cache a model list, unless it is larger than limits.MAX_MODELS_CACHE_BYTES (it is then
+    asked for again next time)."""
+    text = json.dumps(cached)
+    if len(text.encode('utf-8')) > limits.MAX_MODELS_CACHE_BYTES:
+        return
+    from calibre_plugins.bookai.settings.prefs import write_private
+    try:
+        write_private(path, text)
+    except OSError:  # a cache: the list is asked for again next time
+        pass
+
+
 def version_key(model_id):
     """'gemini-2.5-flash' sorts after 'gemini-2.0-flash': the numbers in an id, compared as numbers."""
-    import re
     return tuple(float(n) for n in re.findall(r'\d+(?:\.\d+)?', model_id))
+
+
+def too_large(provider: str, limit: int) -> TooLarge:
+    """The error for a service that sent more than limit bytes for one answer."""
+    return TooLarge(_('{provider} sent more than {megabytes:g} MB, the most Book AI accepts for one answer, '
+                      'so it was stopped.').format(provider=provider, megabytes=limit / 2 ** 20))
+
+
+def too_deep(provider: str) -> ProtocolError:
+    """The error for JSON nested deeper than limits.MAX_JSON_DEPTH."""
+    return ProtocolError(_('{provider} sent JSON nested deeper than {depth} levels, the most Book AI reads, '
+                           'so it was not read.').format(provider=provider, depth=limits.MAX_JSON_DEPTH))
 
 
 def text_of_html(body):
     """Some servers answer errors with an HTML page: its visible text, briefly."""
-    import re
     text = re.sub(r'(?is)<(script|style).*?</\1>', ' ', body)
     text = re.sub(r'<[^>]+>', ' ', text)
     return ' '.join(text.split())

@@ -31,6 +31,7 @@ class GoogleGemini(AIProviderPlugin):
     description = _("Google's Gemini models. A free tier is available, with low limits.")
     capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH | Capability.EMBEDDINGS
     default_base_url = 'https://generativelanguage.googleapis.com/v1beta'
+    remote_service = True
     default_embedding_model = 'gemini-embedding-001'
     options = (
         Option('web_search', _('Ground answers with Google Search (uses up free-tier limits fast)'), 'bool', False),

@@ -16,7 +16,6 @@ class Ollama(AIProviderPlugin):
     display_name = 'Ollama'
     description = _('Models you run with Ollama. On this computer, nothing leaves it.')
     capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.EMBEDDINGS
-    is_local = True
     needs_key = False
     default_base_url = 'http://localhost:11434'
     default_read_timeout = 600.0
@@ -24,7 +23,8 @@ class Ollama(AIProviderPlugin):
     options = (
         Option('headers', _('Extra HTTP headers'), 'headers', (),
                help=_('One "Name: value" per line, sent with every request')),
-        Option('context_length', _('Context length (tokens, 0 for the model\'s default)'), 'int', 0),
+        Option('context_length', _('Context length (tokens, 0 for the model\'s default)'), 'int', 0,
+               minimum=0, maximum=10_000_000),
     )
 
     def extra_headers(self):

@@ -17,6 +17,11 @@ EFFORTS = ('high', 'medium', 'low')
 WIRE_ROLES = {Role.SYSTEM: 'system', Role.DEVELOPER: 'system', Role.USER: 'user', Role.ASSISTANT: 'assistant'}
 
 
+# the sampling temperature, in the range the OpenAI chat API allows; -1 sends none
+TEMPERATURE = Option('temperature', _('Temperature (-1 for the server\'s default)'), 'float', -1.0,
+                     minimum=-1, maximum=2)
+
+
 def finish_reason_of(reason):
     return {'stop': 'stop', 'length': 'length', 'eos': 'stop', 'end_turn': 'stop'}.get(reason, reason or 'stop')
 
@@ -135,7 +140,7 @@ class OpenAICompatible(OpenAIChat):
                help=_('Suggests the address of a well-known server'), fills='base_url',
                fill_values=tuple((v, url) for v, label, url in PRESETS)),
         Option('headers', _('Extra HTTP headers'), 'headers', (), help=_('One "Name: value" per line')),
-        Option('temperature', _('Temperature (-1 for the server\'s default)'), 'float', -1.0),
+        TEMPERATURE,
     )
 
     @cached_property
@@ -144,12 +149,6 @@ class OpenAICompatible(OpenAIChat):
         if url and url.count('/') == 2:  # an address with no path: the API lives under /v1
             url += '/v1'
         return url
-
-    @property
-    def is_local(self):
-        from urllib.parse import urlsplit
-        from calibre_plugins.bookai.core.transport import is_local
-        return is_local(urlsplit(self.base_url).hostname)
 
     def extra_headers(self):
         return dict(parse_headers(self.option('headers') or ()))
@@ -161,11 +160,10 @@ class LMStudio(OpenAIChat):
     display_name = 'LM Studio'
     description = _('Models running in LM Studio on this computer. Nothing leaves your computer.')
     capabilities = OpenAIChat.capabilities | Capability.EMBEDDINGS
-    is_local = True
     needs_key = False
     default_read_timeout = 600.0
     default_base_url = 'http://localhost:1234/v1'
-    options = (Option('temperature', _('Temperature (-1 for the server\'s default)'), 'float', -1.0),)
+    options = (TEMPERATURE,)
 
 
 class OpenRouter(OpenAIChat):
@@ -175,6 +173,7 @@ class OpenRouter(OpenAIChat):
     description = _('Hundreds of models from many companies through one account, including free ones. '
                     'Reports the cost of every answer.')
     default_base_url = 'https://openrouter.ai/api/v1'
+    remote_service = True
     capabilities = OpenAIChat.capabilities | Capability.EMBEDDINGS
     default_embedding_model = 'openai/text-embedding-3-small'
     options = (
@@ -246,6 +245,7 @@ class GitHubModels(OpenAIChat):
     description = _('Models hosted by GitHub, with a personal access token. GitHub has discontinued this '
                     'service: use it only with an endpoint that still speaks its protocol.')
     default_base_url = 'https://models.github.ai/inference'
+    remote_service = True
     tier_patterns = (('high', r'openai/gpt-\d[\d.]*'), ('medium', r'openai/gpt-\d[\d.]*-mini'),
                      ('low', r'openai/gpt-\d[\d.]*-nano'))
 
@@ -271,6 +271,7 @@ class Grok(OpenAIChat):
     display_name = 'xAI Grok'
     description = _("xAI's Grok models.")
     default_base_url = 'https://api.x.ai/v1'
+    remote_service = True
     tier_patterns = (('high', r'grok-\d[\w.-]*'), ('medium', r'grok-\d[\w.-]*-fast[\w-]*'),
                      ('low', r'grok-\d[\w.-]*-mini[\w-]*'))
 

@@ -18,6 +18,7 @@ class OpenAI(AIProviderPlugin):
     description = _("OpenAI's GPT models.")
     capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH | Capability.EMBEDDINGS
     default_base_url = 'https://api.openai.com/v1'
+    remote_service = True
     default_embedding_model = 'text-embedding-3-small'
     options = (Option('web_search', _('Let the model search the web (costs extra)'), 'bool', False),)
     # the newest GPT: plain for the most capable, mini balanced, nano fastest

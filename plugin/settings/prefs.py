@@ -1,32 +1,132 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""The plugin's preferences, in <calibre config>/plugins/bookai.json.
+"""The plugin's preferences, in <calibre config>/plugins/bookai.json, and how Book AI
+keeps its files.
 
 Opened on first use, never at import time, so that merely loading the plugin
 reads and writes nothing. The file is written owner-only (0600) on every
 calibre version: it names the services you use and their addresses.
+
+Every file Book AI keeps is written atomically (write_private: a temporary file,
+then os.replace), and a damaged one is set aside (set_aside: renamed *.damaged,
+never over an earlier one), never overwritten. A settings file that cannot be read
+(not JSON, not an object, unreadable, a folder in its place) or that holds values
+of the wrong kind gives the defaults for what could not be read, and a sentence
+(problems(), shown by the settings dialog and on the command line's standard error);
+the file is set aside before anything is written over it.
 """
 
+import copy
+import json
 import os
 import tempfile
 
+load_translations()
+
+LARGEST_SETTINGS_FILE = 16 * 1024 * 1024  # bytes: a settings file larger than this is not read
+
 _prefs = None
+_opened = []  # every settings file opened in this process, for problems()
 
 
-def private_config(rel_path):
-    """A calibre JSONConfig whose file only its owner can read, written atomically."""
+def private_config(rel_path: str, kinds: dict | None = None):
+    """A calibre JSONConfig whose file only its owner can read, written atomically, that
+    never fails to open. kinds: {key: clean(value)} for the values it holds (a key not named:
+    cleaned by kinds.get(None), when given): clean() gives what can be used of a value, or
+    raises TypeError when nothing can; what is not used is said in problem."""
     from calibre.utils.config import JSONConfig
 
     class PrivateJSONConfig(JSONConfig):
 
-        def commit(self):
+        def refresh(self, clear_current: bool = True) -> None:
+            self.problem = ''            # what was wrong with the file, in a sentence
+            self.set_aside_first = False  # keep the file as it is before writing over it
+            data = {}
+            try:
+                data = self.read_file()
+            except OSError as e:
+                self.damaged(e.strerror or str(e))
+            except Exception as e:  # JSON that is not, text that is not UTF-8, nesting too deep
+                self.damaged(str(e) or type(e).__name__)
+            else:
+                data, wrong = self.cleaned(data)
+                if wrong:
+                    self.damaged(_('these settings have values of the wrong kind: {names}').format(
+                        names=', '.join(wrong)))
+            if clear_current:
+                self.clear()
+            self.update(data)
+
+        def read_file(self) -> dict:
+            try:
+                with open(self.file_path, 'rb') as f:
+                    raw = f.read(LARGEST_SETTINGS_FILE + 1)
+            except FileNotFoundError:
+                return {}
+            if len(raw) > LARGEST_SETTINGS_FILE:
+                raise ValueError(_('it is larger than {size} MB').format(size=LARGEST_SETTINGS_FILE // 2**20))
+            data = self.raw_to_object(raw) if raw.strip() else {}
+            if not isinstance(data, dict):
+                raise ValueError(_('it holds no settings'))
+            return data
+
+        @staticmethod
+        def cleaned(data: dict) -> tuple:
+            """(what can be used of data, the names of the settings not used as they were)."""
+            if kinds is None:
+                return data, []
+            good, wrong = {}, []
+            for key, value in data.items():
+                clean = kinds.get(key, kinds.get(None))
+                try:
+                    good[key] = value if clean is None else clean(value)
+                except (TypeError, ValueError):
+                    wrong.append(str(key))
+                    continue
+                if good[key] != value:
+                    wrong.append(str(key))
+            return good, sorted(wrong)
+
+        def damaged(self, reason: str) -> None:
+            self.problem = _('Book AI could not read its settings file {path}: {reason}. Defaults are used for '
+                             'what could not be read; the file is kept as it is, under a new name, before '
+                             'anything is saved.').format(path=self.file_path, reason=reason)
+            self.set_aside_first = True
+
+        def to_raw(self) -> bytes:
+            """The file's bytes: JSON (never NaN or Infinity, which are not JSON)."""
+            from calibre.utils.config_base import to_json
+            return json.dumps(self, indent=2, default=to_json, sort_keys=True, ensure_ascii=False,
+                              allow_nan=False).encode('utf-8')
+
+        def commit(self) -> None:
+            """Write the file; a damaged one is set aside first (OSError if it cannot be: then
+            nothing is written)."""
             if self.no_commit or not getattr(self, 'file_path', None):
                 return
+            if self.set_aside_first:
+                if os.path.lexists(self.file_path):
+                    kept = set_aside(self.file_path)
+                    self.problem += ' ' + _('It was kept as {kept}.').format(kept=kept)
+                self.set_aside_first = False
             write_private(self.file_path, self.to_raw())
 
-    return PrivateJSONConfig(rel_path)
+    config = PrivateJSONConfig(rel_path)
+    _opened.append(config)
+    return config
 
 
-def write_private(path, data):
+def problems() -> list:
+    """What was wrong with the settings files opened so far, a sentence each."""
+    return [c.problem for c in _opened if c.problem]
+
+
+def not_saved(config, error: OSError) -> str:
+    """What the reader is told when the settings file of config could not be written."""
+    return _('The settings could not be saved in {path}: {reason}').format(
+        path=config.file_path, reason=error.strerror or error)
+
+
+def write_private(path: str, data: bytes | str) -> None:
     """Replace the file at path with data, readable and writable by its owner only, at every moment."""
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -43,33 +143,107 @@ def write_private(path, data):
         raise
 
 
+def set_aside(path: str) -> str:
+    """Rename a damaged file (or whatever is in its place) out of the way, to path.damaged,
+    else path.2.damaged and so on: never over one set aside before. Returns the new name;
+    OSError if it could not be renamed."""
+    kept, n = path + '.damaged', 1
+    while os.path.lexists(kept):
+        n += 1
+        kept = f'{path}.{n}.damaged'
+    os.rename(path, kept)
+    return kept
+
+
+def text(value):
+    if not isinstance(value, str):
+        raise TypeError('not text')
+    return value
+
+
+def a_dict(value):
+    if not isinstance(value, dict):
+        raise TypeError('not an object')
+    return value
+
+
+def list_of(clean):
+    """The cleaner of a list: its items that clean() accepts."""
+    def cleaned(value):
+        if not isinstance(value, list):
+            raise TypeError('not a list')
+        return [v for v in value if accepts(clean, v)]
+    return cleaned
+
+
+def dict_of(clean):
+    """The cleaner of an object: its entries whose value clean() accepts."""
+    def cleaned(value):
+        return {k: v for k, v in a_dict(value).items() if accepts(clean, v)}
+    return cleaned
+
+
+def accepts(clean, value) -> bool:
+    try:
+        return clean(value) == value
+    except (TypeError, ValueError):
+        return False
+
+
+def same_kind(default):
+    """The cleaner of a setting that holds a value of the same kind as its default."""
+    kind = type(default)
+
+    def cleaned(value):
+        if type(value) is kind or (kind is float and type(value) is int):
+            return value
+        raise TypeError(f'not a {kind.__name__}')
+    return cleaned
+
+
+DEFAULTS = {
+    'toolbar_placed': False,
+    'provider': '',           # the provider answers come from ('' until the user chooses)
+    'providers': {},          # provider name: {option: value}
+    'reasoning_effort': 'auto',
+    'library_actions': [],    # the quick actions as edited: [{name, label, template, enabled}]
+    'viewer_actions': [],     # the same, for the E-book viewer's Ask AI panel
+    'highlight_style': '',    # the viewer's highlight style for notes ('' for the viewer's current one)
+    'book_fields': [],        # fields sent besides title and authors (standard names, #custom)
+    'answer_language': 'interface',  # 'interface', 'book' (the book's, else the interface's), 'never', or
+    # a language named in English
+    # before sending to an online (not local) provider, show what will be sent:
+    # 'first' (a conversation's first question), 'always', or 'never'
+    'confirm_send': 'first',
+    'save_field': 'comments',  # where "Save to book" appends: comments or a #column of comments type
+    # the book's own text with questions: off (details only) until the reader turns it on,
+    # here for every book or in a book's window for that book
+    'book_text': False,
+    'book_scopes': {},        # per book ("library id:book id", or the file in the viewer): a scope
+    'book_text_budget': 1500,  # tokens of the book's text sent with one question at most
+    'book_text_consent': [],  # "book|provider" where the reader said: don't ask again
+    # how passages are ranked for a question: 'bm25' (by words, no network) or 'embeddings'
+    # (by meaning too, with the provider's embeddings: grounding/embeddings.py)
+    'retrieval': 'bm25',
+}
+
+
 def plugin_prefs():
+    """The plugin's preferences (opened once per process)."""
     global _prefs
     if _prefs is None:
-        _prefs = private_config('plugins/bookai')
-        _prefs.defaults.update({
-            'toolbar_placed': False,
-            'provider': '',           # the provider answers come from ('' until the user chooses)
-            'providers': {},          # provider name: {option: value}
-            'reasoning_effort': 'auto',
-            'library_actions': [],    # the quick actions as edited: [{name, label, template, enabled}]
-            'viewer_actions': [],     # the same, for the E-book viewer's Ask AI panel
-            'highlight_style': '',    # the viewer's highlight style for notes ('' for the viewer's current one)
-            'book_fields': [],        # fields sent besides title and authors (standard names, #custom)
-            'answer_language': 'interface',  # 'interface', 'book' (the book's, else the interface's), 'never', or
-            # a language named in English
-            # before sending to an online (not local) provider, show what will be sent:
-            # 'first' (a conversation's first question), 'always', or 'never'
-            'confirm_send': 'first',
-            'save_field': 'comments',  # where "Save to book" appends: comments or a #column of comments type
-            # the book's own text with questions: off (details only) until the reader turns it on,
-            # here for every book or in a book's window for that book
-            'book_text': False,
-            'book_scopes': {},        # per book ("library id:book id", or the file in the viewer): a scope
-            'book_text_budget': 1500,  # tokens of the book's text sent with one question at most
-            'book_text_consent': [],  # "book|provider" where the reader said: don't ask again
-            # how passages are ranked for a question: 'bm25' (by words, no network) or 'embeddings'
-            # (by meaning too, with the provider's embeddings: grounding/embeddings.py)
-            'retrieval': 'bm25',
-        })
+        _prefs = private_config('plugins/bookai', PREF_KINDS)
+        _prefs.defaults.update(copy.deepcopy(DEFAULTS))
     return _prefs
+
+
+# what each setting holds, where more than "the kind of its default" is known
+PREF_KINDS = {key: same_kind(default) for key, default in DEFAULTS.items()}
+PREF_KINDS.update({
+    'providers': dict_of(a_dict),  # a provider's options: each checked by its Option when read
+    'library_actions': list_of(a_dict),
+    'viewer_actions': list_of(a_dict),
+    'book_fields': list_of(text),
+    'book_scopes': dict_of(text),
+    'book_text_consent': list_of(text),
+})

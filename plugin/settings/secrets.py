@@ -10,7 +10,7 @@ store then, and leave the file only once read back from it.
 
 import threading
 
-from calibre_plugins.bookai.settings.prefs import private_config
+from calibre_plugins.bookai.settings.prefs import private_config, text
 
 load_translations()
 
@@ -31,7 +31,7 @@ class SecretStore:
     def config(self):
         """The fallback file."""
         if self._config is None:
-            self._config = private_config(self._file)
+            self._config = private_config(self._file, {None: text})  # "provider/name": the key
         return self._config
 
     @property

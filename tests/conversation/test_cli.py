@@ -21,14 +21,6 @@ def tiny():
         yield server
 
 
-@pytest.fixture
-def cli(sandbox, plugin_zip):
-    sandbox.install(plugin_zip)
-
-    def run(*args, stdin=None, env=None):
-        return sandbox.run(['calibre-debug', '-r', 'Book AI', '--'] + list(args), input=stdin, env=env)
-    return run
-
 
 def direct_text(server, messages):
     status, headers, body = http('POST', server.base_url + '/v1/chat/completions', {

@@ -224,14 +224,6 @@ def test_citations_map_back_to_book_and_passage(db):
 
 # the command line {{{
 
-@pytest.fixture
-def cli(sandbox, plugin_zip):
-    sandbox.install(plugin_zip)
-
-    def run(*args):
-        return sandbox.run(['calibre-debug', '-r', 'Book AI', '--'] + list(args))
-    return run
-
 
 def expected_messages(lib, question, book_ids=None):
     """The messages ask-library sends, made here from the same library."""

@@ -6,7 +6,9 @@ import pytest
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.grounding.citations import citations
 from calibre_plugins.bookai.grounding.extract import read_epub
-from calibre_plugins.bookai.grounding.scopes import excerpt, numbered_block, passage_texts, passages_block
+from calibre_plugins.bookai.grounding.scopes import (
+    NEEDS_PLACE, NoPlace, excerpt, numbered_block, passage_texts, passages_block,
+)
 from sandbox import quick_start_epub
 
 QUESTION = 'How do I convert books to another format?'
@@ -29,6 +31,15 @@ def test_no_scope_but_book_sends_anything_after_the_position(guide, position):
         assert ex.until == until and all(p.end <= until for p in ex.passages), scope
     whole = excerpt(guide, 'book', QUESTION, position)
     assert whole.until is None and any(p.end > until for p in whole.passages)
+
+
+def test_with_no_place_known_the_scopes_that_keep_to_it_send_nothing(guide):
+    """The spoiler rule the windows, the viewer and the command line share."""
+    for scope in NEEDS_PLACE:
+        with pytest.raises(NoPlace):
+            excerpt(guide, scope, QUESTION, None)
+    assert excerpt(guide, 'book', QUESTION, None).passages  # the reader chose spoilers
+    assert excerpt(guide, 'metadata', QUESTION, None).passages == ()
 
 
 def test_chapter_scope_is_the_readers_chapter(guide):

@@ -139,7 +139,7 @@ def test_a_server_that_stalls_mid_answer_times_out_in_words(qapp, prefs, books, 
         finally:
             os.kill(server.proc.pid, signal.SIGCONT)
         assert turn.answer  # what came before the silence is kept
-        assert_recovered(w, threads, 'sent nothing for 1 second,', books)
+        assert_recovered(w, threads, 'sent no answer for 1 second,', books)
         w.close()
 
 

@@ -6,6 +6,8 @@ links to their passages, and books in other formats converted as a calibre job."
 
 import json
 import os
+import sys
+from pathlib import Path
 
 import pytest
 from qt.core import QApplication, QTimer, QUrl
@@ -18,6 +20,9 @@ from calibre_plugins.bookai.grounding.scopes import passage_texts
 from calibre_plugins.bookai.library.discussion import DiscussionWindow
 from peers import LlamaServer, http, use_server
 from sandbox import quick_start_epub, stand_in_gui, wait_until
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'providers'))
+from scripted_server import ScriptedServer  # noqa: E402
 
 QUESTION = 'How do I convert an ebook to another format?'
 
@@ -133,12 +138,17 @@ def test_passages_stop_at_the_saved_reading_position(qapp, prefs, gui, books, ti
     w.close()
 
 
-def test_without_a_saved_position_nothing_is_sent(qapp, prefs, gui, books, tiny):
-    use_server(prefs, tiny.base_url)
-    w = window(gui, books)
-    w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('position'))
-    assert ask(w, 'What happens next?') is None
+@pytest.mark.parametrize('scope', ['position', 'chapter'])
+def test_without_a_saved_position_nothing_is_sent(qapp, prefs, gui, books, scope):
+    """The rule of grounding.scopes (NoPlace), as in the command line and the viewer's panel."""
+    with ScriptedServer([]) as server:  # records every request: none may ask for an answer
+        use_server(prefs, server.url)
+        w = window(gui, books)
+        w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData(scope))
+        assert ask(w, 'What happens next?') is None
+        assert not [r for r in server.received if r['path'].endswith('/chat/completions')]
     assert 'does not know where you are in this book' in w.panel.chat.toPlainText()
+    assert 'Nothing was sent.' in w.panel.chat.toPlainText()
     assert w.panel.question.toPlainText() == 'What happens next?'  # the question is not lost
     w.close()
 

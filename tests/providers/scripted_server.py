@@ -40,10 +40,16 @@ class ScriptedServer:
                 server.connections.append(self.connection)
 
             def do_GET(self):
-                self.respond()
+                self.answer()
 
             def do_POST(self):
-                self.respond()
+                self.answer()
+
+            def answer(self):
+                try:
+                    self.respond()
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: as it may
+                    self.close_connection = True
 
             def respond(self):
                 length = int(self.headers.get('Content-Length') or 0)
@@ -72,6 +78,13 @@ class ScriptedServer:
 
         self.httpd = ThreadingHTTPServer((host, 0), Handler)
         self.httpd.daemon_threads = True
+        shown = self.httpd.handle_error
+
+        def handle_error(request, client_address):
+            import sys
+            if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):  # a client may hang up
+                shown(request, client_address)
+        self.httpd.handle_error = handle_error
         scheme = 'http'
         if tls:
             import ssl
@@ -101,6 +114,55 @@ class ScriptedServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.close_connections()  # as a server process that stops
+
+
+class TrickleServer:
+    """A server on loopback that answers every request with the same bytes, one at a time,
+    every `delay` seconds (at most `most` of them, then it closes the connection): headers or
+    a body that trickle."""
+
+    def __init__(self, answer, delay=0.5, fast=0, most=60):
+        import socket
+        self.answer, self.delay, self.fast, self.most = answer, delay, fast, most
+        self.listener = socket.create_server(('127.0.0.1', 0))
+        self.url = f'http://127.0.0.1:{self.listener.getsockname()[1]}'
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *a):
+        self.stop.set()
+        self.listener.close()
+
+    def serve(self):
+        while True:
+            try:
+                client, _addr = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.trickle, args=(client,), daemon=True).start()
+
+    def trickle(self, client):
+        """The first `fast` bytes at once, then one byte every `delay` seconds."""
+        try:
+            head = b''
+            while b'\r\n\r\n' not in head:
+                data = client.recv(65536)
+                if not data:
+                    return
+                head += data
+            client.sendall(self.answer[:self.fast])
+            for i in range(self.fast, min(len(self.answer), self.fast + self.most)):
+                if self.stop.wait(self.delay):
+                    return
+                client.sendall(self.answer[i:i + 1])
+        except OSError:
+            pass
+        finally:
+            client.close()
 
 
 def sse(*payloads):

@@ -1,0 +1,48 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""The spoiler rule in the E-book viewer's Ask AI panel: when the viewer's place does not
+map to a place in the book's text, the scopes that keep to it send nothing and say so,
+as the discussion window and the command line do (grounding.scopes.NoPlace). The panel
+is Book AI's real one, around a stand-in for the viewer that shows no place
+(tests/hosts/test_viewer_panel.py has calibre's real viewer, where the place is known)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from peers import use_server
+from sandbox import quick_start_epub, wait_until
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'providers'))
+from scripted_server import ScriptedServer  # noqa: E402
+
+
+class WebView:
+    current_cfi = ''  # the viewer's place: none that maps to the book's text
+
+
+class Viewer:
+
+    def __init__(self, path):
+        self.current_book_data = {'pathtoebook': str(path), 'metadata': {'title': 'Quick Start Guide',
+                                                                          'authors': ['John Schember']}}
+        self.web_view = WebView()
+
+
+@pytest.mark.parametrize('scope, retrieval', [('position', 'bm25'), ('chapter', 'bm25'), ('position', 'embeddings')])
+def test_with_no_place_known_the_viewer_sends_nothing(qapp, prefs, scope, retrieval):
+    """Not even to a provider on this computer to rank passages by meaning (it would get the whole book)."""
+    from calibre_plugins.bookai.viewer.panel import AskPanel
+    with ScriptedServer([]) as server:  # records every request: none may carry the book
+        use_server(prefs, server.url)
+        prefs['retrieval'] = retrieval
+        panel = AskPanel(Viewer(quick_start_epub()))
+        p = panel.panel
+        p.scope_row.box.setCurrentIndex(p.scope_row.box.findData(scope))
+        p.question.setPlainText('What happens next?')
+        p.send_button.click()
+        wait_until(lambda: not p.streaming and 'does not know where you are' in p.chat.toPlainText())
+        assert not [r for r in server.received if r['path'].endswith(('/chat/completions', '/embeddings'))]
+    assert not p.conv.turns and 'Nothing was sent.' in p.chat.toPlainText()
+    assert p.question.toPlainText() == 'What happens next?'  # the question is not lost
+    panel.close()
