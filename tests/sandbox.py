@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
@@ -135,6 +136,33 @@ class Sandbox:
         report = json.loads(out.read_text()) if out.exists() else None
         assert report is not None, f'the {name} probe wrote no report: {r}'
         return report, r
+
+
+# A small EPUB made by a test: its container, its chapters' XHTML, its package.
+CONTAINER = ('<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+             '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+             '</rootfiles></container>')
+XHTML = '<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>t</title>' \
+        '</head><body>{body}</body></html>'
+
+
+def opf(chapters):
+    items = ''.join(f'<item id="c{i}" href="c{i}.xhtml" media-type="application/xhtml+xml"/>'
+                    for i in range(len(chapters)))
+    refs = ''.join(f'<itemref idref="c{i}"/>' for i in range(len(chapters)))
+    return (f'<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
+            f'<metadata/><manifest>{items}</manifest><spine>{refs}</spine></package>')
+
+
+def make_epub(path, chapters, container=CONTAINER, package=None, method=zipfile.ZIP_DEFLATED):
+    """An EPUB of chapters: each an XHTML body (str), or bytes used as the whole file."""
+    with zipfile.ZipFile(path, 'w', method) as zf:
+        zf.writestr('mimetype', 'application/epub+zip', compress_type=zipfile.ZIP_STORED)
+        zf.writestr('META-INF/container.xml', container)
+        zf.writestr('OEBPS/content.opf', package if package is not None else opf(chapters))
+        for i, body in enumerate(chapters):
+            zf.writestr(f'OEBPS/c{i}.xhtml', body if isinstance(body, bytes) else XHTML.format(body=body))
+    return path
 
 
 def tracebacks(text):

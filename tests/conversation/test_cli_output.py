@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import quick_start_epub
+from sandbox import make_epub, quick_start_epub
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'providers'))
 from scripted_server import Reply, ScriptedServer, sse  # noqa: E402
@@ -94,26 +94,9 @@ def test_the_terminal_never_obeys_the_service(cli, sandbox):
 
 def c1_epub(path):
     """A small EPUB whose chapter title and text carry the C1 control CSI (XML allows it, not ESC)."""
-    import zipfile
-    with zipfile.ZipFile(path, 'w') as z:
-        z.writestr('mimetype', 'application/epub+zip', compress_type=zipfile.ZIP_STORED)
-        z.writestr('META-INF/container.xml', (
-            '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
-            '<rootfiles><rootfile full-path="content.opf" media-type="application/oebps-package+xml"/></rootfiles>'
-            '</container>'))
-        z.writestr('content.opf', (
-            '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="2.0" unique-identifier="id">'
-            '<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>The Lamp</dc:title>'
-            '<dc:identifier id="id">lamp-1</dc:identifier><dc:language>en</dc:language></metadata>'
-            '<manifest><item id="c1" href="c1.xhtml" media-type="application/xhtml+xml"/></manifest>'
-            '<spine><itemref idref="c1"/></spine></package>'))
-        z.writestr('c1.xhtml', (
-            '<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml"><head>'
-            '<title>c1</title></head><body><h1>The lamp \u009b2J</h1>'
-            '<p>The lamp keeper lit the lamp \u009b31m every night, and the lamp burned until dawn.</p>'
-            '<p>The lamp keeper wrote of the lamp in his log, every night, by the light of the lamp.</p>'
-            '</body></html>').encode('utf-8'))
-    return path
+    return make_epub(path, ['<h1>The lamp \u009b2J</h1>'
+                            '<p>The lamp keeper lit the lamp \u009b31m every night, and the lamp burned until dawn.</p>'
+                            '<p>The lamp keeper wrote of the lamp in his log, every night, by the light of the lamp.</p>'])
 
 
 def test_the_books_text_shown_cannot_steer_the_terminal(cli, sandbox, tmp_path):

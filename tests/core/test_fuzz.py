@@ -13,16 +13,12 @@ the artifacts folder as fuzz-volume.json.
 """
 
 import json
-import os
 import signal
 from pathlib import Path
 
 import pytest
 
-from sandbox import PROJECT
-
-# hypothesis keeps a cache of its own (Unicode tables) even without an example database: in build/
-os.environ.setdefault('HYPOTHESIS_STORAGE_DIRECTORY', str(PROJECT / 'build' / 'hypothesis'))
+from fuzzing import mutate  # first: it points hypothesis at its cache
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from calibre_plugins.bookai.core.errors import ProviderError
@@ -146,23 +142,7 @@ def hostile_lines(draw):
 
 @st.composite
 def mutated(draw, streams):
-    data = bytearray(draw(st.sampled_from(streams)))
-    for _ in range(draw(st.integers(0, 6))):
-        if not data:
-            break
-        i = draw(st.integers(0, len(data) - 1))
-        op = draw(st.sampled_from(('flip', 'truncate', 'duplicate', 'delete', 'insert')))
-        if op == 'flip':
-            data[i] ^= 1 << draw(st.integers(0, 7))
-        elif op == 'truncate':
-            del data[i:]
-        elif op == 'duplicate':
-            data[i:i] = data[i:i + draw(st.integers(1, 400))]
-        elif op == 'delete':
-            del data[i:i + draw(st.integers(1, 60))]
-        else:
-            data[i:i] = draw(hostile_lines())
-    return bytes(data)
+    return mutate(draw, draw(st.sampled_from(streams)), hostile_lines())
 
 
 def vocabulary(streams):

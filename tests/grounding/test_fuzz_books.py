@@ -8,20 +8,18 @@ against hangs, not a measure of speed), and resident memory stays under a genero
 """
 
 import io
-import os
 import signal
 import zipfile
 
 import pytest
 
-from sandbox import PROJECT, Sandbox
-
-os.environ.setdefault('HYPOTHESIS_STORAGE_DIRECTORY', str(PROJECT / 'build' / 'hypothesis'))
+from fuzzing import mutate  # first: it points hypothesis at its cache
 from hypothesis import HealthCheck, given, settings, strategies as st
+from sandbox import CONTAINER, XHTML, Sandbox, make_epub, opf
 
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook, read_epub
 from calibre_plugins.bookai.grounding.formats import CONVERTED_FIRST, read_book
-from test_hostile_books import CONTAINER, XHTML, make_epub, opf, resident
+from test_hostile_books import resident
 
 MB = 1 << 20
 MEMORY_BOUND = 300 * MB  # the most resident memory may grow over a whole test
@@ -93,23 +91,7 @@ def zipped(files, method=zipfile.ZIP_DEFLATED):
 def mutated(draw, data, hostile=(b'<', b'>', b'</p>', b'<br/>', b'<div>' * 50, b'&amp;', b'&bogus;', b'\x00',
                                  b']]>', b'<!DOCTYPE x [<!ENTITY a "aaaa">]>', b'\xff\xfe', b'PK\x03\x04')):
     """data with a few bit flips, truncations, duplications, deletions and insertions."""
-    data = bytearray(data)
-    for _ in range(draw(st.integers(1, 6))):
-        if not data:
-            break
-        i = draw(st.integers(0, len(data) - 1))
-        op = draw(st.sampled_from(('flip', 'truncate', 'duplicate', 'delete', 'insert')))
-        if op == 'flip':
-            data[i] ^= 1 << draw(st.integers(0, 7))
-        elif op == 'truncate':
-            del data[i:]
-        elif op == 'duplicate':
-            data[i:i] = data[i:i + draw(st.integers(1, 400))]
-        elif op == 'delete':
-            del data[i:i + draw(st.integers(1, 60))]
-        else:
-            data[i:i] = draw(st.sampled_from(hostile) | st.binary(max_size=20))
-    return bytes(data)
+    return mutate(draw, data, st.sampled_from(hostile) | st.binary(max_size=20), least=1)
 
 
 @pytest.fixture(scope='module')

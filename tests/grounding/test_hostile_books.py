@@ -15,32 +15,7 @@ import pytest
 from calibre_plugins.bookai.grounding import extract
 from calibre_plugins.bookai.grounding.extract import UnreadableBook, read_epub
 from calibre_plugins.bookai.grounding.scopes import defused, numbered_block, passage_texts
-
-CONTAINER = ('<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
-             '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
-             '</rootfiles></container>')
-XHTML = '<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>t</title>' \
-        '</head><body>{body}</body></html>'
-
-
-def opf(chapters):
-    items = ''.join(f'<item id="c{i}" href="c{i}.xhtml" media-type="application/xhtml+xml"/>'
-                    for i in range(len(chapters)))
-    refs = ''.join(f'<itemref idref="c{i}"/>' for i in range(len(chapters)))
-    return (f'<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
-            f'<metadata/><manifest>{items}</manifest><spine>{refs}</spine></package>')
-
-
-def make_epub(path, chapters, container=CONTAINER, package=None, method=zipfile.ZIP_DEFLATED):
-    """An EPUB of chapters: each an XHTML body (str), or bytes used as the whole file."""
-    with zipfile.ZipFile(path, 'w', method) as zf:
-        zf.writestr('mimetype', 'application/epub+zip', compress_type=zipfile.ZIP_STORED)
-        zf.writestr('META-INF/container.xml', container)
-        zf.writestr('OEBPS/content.opf', package if package is not None else opf(chapters))
-        for i, body in enumerate(chapters):
-            zf.writestr(f'OEBPS/c{i}.xhtml', body if isinstance(body, bytes) else XHTML.format(body=body))
-    return path
-
+from sandbox import CONTAINER, make_epub, opf
 
 def bomb_epub(path, members, size, method=zipfile.ZIP_DEFLATED):
     """An EPUB whose chapters are each a bomb of size bytes: <p> then spaces without end."""

@@ -116,14 +116,12 @@ class ScriptedServer:
         self.close_connections()  # as a server process that stops
 
 
-class TrickleServer:
-    """A server on loopback that answers every request with the same bytes, one at a time,
-    every `delay` seconds (at most `most` of them, then it closes the connection): headers or
-    a body that trickle."""
+class LoopbackListener:
+    """A raw TCP server on loopback: each connection goes to handle(client) in a thread of its
+    own; closed when the with block ends."""
 
-    def __init__(self, answer, delay=0.5, fast=0, most=60):
+    def __init__(self):
         import socket
-        self.answer, self.delay, self.fast, self.most = answer, delay, fast, most
         self.listener = socket.create_server(('127.0.0.1', 0))
         self.url = f'http://127.0.0.1:{self.listener.getsockname()[1]}'
         self.stop = threading.Event()
@@ -143,9 +141,22 @@ class TrickleServer:
                 client, _addr = self.listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self.trickle, args=(client,), daemon=True).start()
+            threading.Thread(target=self.handle, args=(client,), daemon=True).start()
 
-    def trickle(self, client):
+    def handle(self, client):
+        raise NotImplementedError
+
+
+class TrickleServer(LoopbackListener):
+    """A server on loopback that answers every request with the same bytes, one at a time,
+    every `delay` seconds (at most `most` of them, then it closes the connection): headers or
+    a body that trickle."""
+
+    def __init__(self, answer, delay=0.5, fast=0, most=60):
+        super().__init__()
+        self.answer, self.delay, self.fast, self.most = answer, delay, fast, most
+
+    def handle(self, client):
         """The first `fast` bytes at once, then one byte every `delay` seconds."""
         try:
             head = b''
@@ -170,36 +181,18 @@ def sse(*payloads):
     return [f'data: {p}\n\n'.encode() for p in payloads]
 
 
-class TunnelProxy:
+class TunnelProxy(LoopbackListener):
     """An HTTP proxy that only tunnels (CONNECT), as proxies for HTTPS do. Whatever host is
     asked for, it connects to target (host, port); it records each CONNECT request and every
     byte it relays."""
 
     def __init__(self, target):
-        import socket
+        super().__init__()
         self.target = target
         self.requests = []      # (request line, {header: value})
         self.relayed = bytearray()
-        self.listener = socket.create_server(('127.0.0.1', 0))
-        self.url = f'http://127.0.0.1:{self.listener.getsockname()[1]}'
-        self.thread = threading.Thread(target=self.serve, daemon=True)
 
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *a):
-        self.listener.close()
-
-    def serve(self):
-        while True:
-            try:
-                client, _addr = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self.tunnel, args=(client,), daemon=True).start()
-
-    def tunnel(self, client):
+    def handle(self, client):
         import socket
         head = b''
         while b'\r\n\r\n' not in head:
