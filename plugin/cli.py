@@ -298,6 +298,18 @@ def settings_problems(stderr: TextIO, told: list = ()) -> list:
     return now
 
 
+def answer_and_keep(library, conv, provider, messages, args, stdout: TextIO):
+    """Stream provider's answer to messages, finish conv with it and keep it in the library's
+    History. Returns (Answer, whether it was kept); raises the Exit for Ctrl-C (what came is
+    kept)."""
+    answer = stream_answer(provider, messages, args, stdout)
+    conv.finish(answer, provider.name)
+    kept = keep(library, conv)
+    if stop := stopped(answer, kept):
+        raise stop
+    return answer, kept
+
+
 def keep(library, conv) -> bool:
     """Save conv in the library's History. When it cannot be, say why on standard error
     (the answer was printed already) and return False."""
@@ -351,11 +363,7 @@ def ask(library, args, stdout):
     if args.show_sent:
         return show_sent(conv.messages_for(question, passages, spoiler_safe), stdout)
     provider = provider_for(args)
-    answer = stream_answer(provider, conv.ask(question, passages, spoiler_safe), args, stdout)
-    conv.finish(answer, provider.name)
-    kept = keep(library, conv)
-    if stop := stopped(answer, kept):
-        raise stop
+    answer, kept = answer_and_keep(library, conv, provider, conv.ask(question, passages, spoiler_safe), args, stdout)
     if excerpt is not None and answer.failed is None:
         show_citations(answer.text, excerpt, args.json, stdout)
     if answer.failed is not None:
@@ -486,11 +494,7 @@ def ask_library(library, args, stdout):
     if args.show_sent:
         return show_sent(conv.messages_for(args.question, passages), stdout)
     provider = provider_for(args)
-    answer = stream_answer(provider, conv.ask(args.question, passages), args, stdout)
-    conv.finish(answer, provider.name)
-    kept = keep(library, conv)
-    if stop := stopped(answer, kept):
-        raise stop
+    answer, kept = answer_and_keep(library, conv, provider, conv.ask(args.question, passages), args, stdout)
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
     show_library_citations(answer.text, excerpt, args.json, stdout)

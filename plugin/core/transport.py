@@ -451,7 +451,7 @@ class Transport:
         if resp.status >= 400:
             body = response.read_all(limits.MAX_ERROR_BODY)
             raise HTTPError(resp.status, redact(body.decode('utf-8', 'replace'), request.secrets),
-                            response.headers, redact(route.shown_url, request.secrets))
+                            response.headers, response.url)
         return response
 
 
@@ -473,7 +473,7 @@ class Route:
         from calibre_plugins.bookai.core.errors import without_userinfo
         parts = urlsplit(url)
         scheme, host = parts.scheme, parts.hostname
-        shown_url = f'{scheme}://{parts.netloc.rpartition("@")[2]}{parts.path}'  # never a user:password@
+        shown_url = without_userinfo(f'{scheme}://{parts.netloc}{parts.path}')
         if scheme not in ('http', 'https') or not host:
             return cls(scheme, host or '', 0, None, '', (), shown_url, unusable=True)
         port = parts.port or DEFAULT_PORTS[scheme]

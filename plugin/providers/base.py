@@ -934,14 +934,6 @@ def kept_models(models: list) -> list:
     return kept[:limits.MAX_MODELS]
 
 
-def set_aside(path: str) -> None:
-    """Keep a damaged file for a look, renamed *.damaged, rather than overwrite it."""
-    try:
-        os.replace(path, path + '.damaged')
-    except OSError:
-        pass
-
-
 def read_models_cache(path: str) -> list | None:
     """The cached model list at path, if it is there and less than a day old. A file larger
     than limits.MAX_MODELS_CACHE_BYTES, or one that is not a model list, is set aside."""
@@ -959,7 +951,11 @@ def read_models_cache(path: str) -> list | None:
         if not isinstance(fetched, (int, float)) or not all(isinstance(m.id, str) for m in models):
             raise ValueError('not a model list')
     except (ValueError, KeyError, TypeError):
-        set_aside(path)
+        from calibre_plugins.bookai.settings.prefs import set_aside
+        try:
+            set_aside(path)  # never over a copy set aside before
+        except OSError:
+            pass
         return None
     return models if time.time() - fetched < MODELS_CACHE_SECONDS else None
 

@@ -268,6 +268,23 @@ def test_a_damaged_or_oversized_models_cache_is_set_aside_not_overwritten(damage
     os.remove(path + '.damaged')
 
 
+def test_a_second_damaged_models_cache_never_overwrites_the_first():
+    with ScriptedServer([Reply(200, b''.join(model_list(3))), Reply(200, b''.join(model_list(3)))]) as server:
+        p = provider('openai_compatible', server.url, model='')
+        path = p.models_cache_path()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        for damage in (b'first damage', b'second damage'):
+            with open(path, 'wb') as f:
+                f.write(damage)
+            assert len(p.models()) == 3
+    with open(path + '.damaged', 'rb') as f:
+        assert f.read() == b'first damage'
+    with open(path + '.2.damaged', 'rb') as f:
+        assert f.read() == b'second damage'
+    for kept in (path + '.damaged', path + '.2.damaged'):
+        os.remove(kept)
+
+
 # time: silence is no answer progress, and a whole-request deadline
 
 @pytest.mark.parametrize('name', FORMATS)
