@@ -20,7 +20,7 @@ class BookAI(InterfaceActionBase):
     version = (0, 1, 0)
     minimum_calibre_version = (6, 0, 0)
     supported_platforms = ['windows', 'osx', 'linux']
-    actual_plugin = 'calibre_plugins.bookai.library.action:BookAIAction'
+    actual_plugin = 'calibre_plugins.bookai.main_window.action:BookAIAction'
 
     def initialize(self):
         """Run by every calibre process. In the E-book viewer only, the Ask AI panel is added
@@ -39,7 +39,7 @@ class BookAI(InterfaceActionBase):
     def config_widget(self):
         """Preferences → Plugins → Customize: the same settings as the Book AI menu's."""
         from calibre.gui2.ui import get_gui
-        from calibre_plugins.bookai.gui.settings import SettingsWidget
+        from calibre_plugins.bookai.gui.settings_dialog import SettingsWidget
         gui = get_gui()
         return SettingsWidget(gui.current_db.new_api if gui is not None else None)
 

@@ -517,7 +517,7 @@ def stream_answer(provider, messages, args, stdout: TextIO):
     Answer. Ctrl-C stops it as Stop does in a window: the stream ends with a cancelled Done
     (a "done" event whose finish_reason is "cancelled"), and what came is kept (see stopped())."""
     from calibre_plugins.bookai.core.messages import Answer, TextDelta
-    from calibre_plugins.bookai.core.transport import CancelToken
+    from calibre_plugins.bookai.core.cancel import CancelToken
     answer, cancel = Answer(), CancelToken()
     with ctrl_c_cancels(cancel):
         for chunk in provider.text_chat(messages, use_model=args.model or '', cancel=cancel):

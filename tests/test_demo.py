@@ -25,7 +25,7 @@ def test_the_try_it_command(tmp_path):
     window_answer = out.split('the discussion window answered')[1].split('\n', 1)[1].split('[demo] and with')[0]
     assert cli_answer and cli_answer == window_answer.strip()
     # with passages of the book: an answer (whether a model this small cites them varies with the
-    # wording of the prompt; tests/conversation/test_cli.py holds it to one that does)
+    # wording of the prompt; tests/cli/test_cli.py holds it to one that does)
     grounded = out.split('passages of the book itself, cited:')[1].split('[demo] no display here')[0]
     assert grounded.strip() and 'Traceback' not in grounded, grounded
     window_grounded = out.split('and with passages of the book (')[1].split('[demo] screenshots')[0]

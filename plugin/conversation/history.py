@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
-from calibre_plugins.bookai.settings.prefs import set_aside, write_private
+from calibre_plugins.bookai.core.files import set_aside, write_private
 
 load_translations()
 

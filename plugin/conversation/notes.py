@@ -1,9 +1,16 @@
 # License: GPLv3 Copyright: the Book AI developers
 """A reply, or a whole conversation, as a note to keep: Markdown with the date and
 the model it came from, in the reader's language. Used by "Save to book" and
-"Copy all" in the library, and by the viewer's notes."""
+"Copy all" in the library, and by the viewer's notes.
+
+Save to book appends a note to a book's comments, or to a custom column of the
+comments type, after what the field already holds (append_note). Nothing is ever
+replaced.
+"""
 
 import time
+
+from calibre_plugins.bookai.conversation.render import markdown_to_html
 
 load_translations()
 
@@ -32,3 +39,40 @@ def conversation_markdown(turns, assistant=''):
         if turn.error:
             parts.append('*' + turn.error + '*')
     return '\n\n'.join(parts) + '\n'
+
+
+HTML_KINDS = ('html', '')  # how a comments field shows its text; the others hold plain or Markdown text
+
+
+def save_targets(db):
+    """[(field, name, kind)]: Comments, then every custom column that holds long text."""
+    fm = db.field_metadata
+    targets = [('comments', fm['comments'].get('name') or _('Comments'), 'html')]
+    for key in sorted(fm.custom_field_keys(), key=lambda k: (fm[k].get('name') or k).lower()):
+        meta = fm[key]
+        if meta.get('datatype') == 'comments':
+            kind = (meta.get('display') or {}).get('interpret_as') or 'html'
+            targets.append((key, meta.get('name') or key, kind))
+    return targets
+
+
+def appended(current, note_md, kind):
+    """The field's new value: what it held, then the note."""
+    current = current or ''
+    if kind in HTML_KINDS:
+        addition = '<div class="bookai-note">' + markdown_to_html(note_md) + '</div>'
+        return current + ('<hr>' if current.strip() else '') + addition
+    return current.rstrip('\n') + ('\n\n' if current.strip() else '') + note_md
+
+
+def append_note(db, book_ids, field, note_md):
+    """Append the note to field of each book; the ids changed."""
+    kinds = {f: kind for f, name, kind in save_targets(db)}
+    if field not in kinds:
+        raise ValueError(_('{field} is not a field that can hold notes.').format(field=field))
+    values = {}
+    with db.write_lock:  # read and write in one go: an edit made meanwhile is not lost
+        for book_id in book_ids:
+            values[book_id] = appended(db._field_for(field, book_id), note_md, kinds[field])
+        db._set_field(field, values)
+    return list(values)

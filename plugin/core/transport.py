@@ -50,6 +50,7 @@ from functools import cached_property, partial
 from urllib.parse import unquote, urljoin, urlsplit
 
 from calibre_plugins.bookai.core import limits
+from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken, shutdown
 from calibre_plugins.bookai.core.errors import (
     ConnectionLost, NotConfigured, RedirectRefused, TimedOut, TLSFailure, Unreachable, error_for_status, redact,
 )
@@ -86,10 +87,6 @@ class RetryPolicy:
     attempts: int = 2          # retries after the first try
     longest_wait: float = 8    # a longer Retry-After is reported, not waited for
     first_wait: float = 1      # when the server names no time
-
-
-class Cancelled(Exception):
-    pass
 
 
 class Deadline:
@@ -161,55 +158,6 @@ class SendFailed(Exception):
 
 # the server closed the connection without sending even a status line
 NO_ANSWER_AT_ALL = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
-
-
-class CancelToken:
-    """Stop for one request, from any thread. Made for every request, so it is light: the
-    event a backoff waits on is made only when there is a wait."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._cancelled = False
-        self._sock = None
-        self._event = None
-
-    @property
-    def cancelled(self):
-        return self._cancelled
-
-    def cancel(self):
-        with self._lock:
-            self._cancelled = True
-            if self._event is not None:
-                self._event.set()
-            if self._sock is not None:
-                shutdown(self._sock)
-
-    def wait(self, seconds):
-        """Sleep, unless cancelled first; True if cancelled."""
-        with self._lock:
-            if self._cancelled:
-                return True
-            if self._event is None:
-                self._event = threading.Event()
-        return self._event.wait(seconds)
-
-    def attach(self, sock):
-        with self._lock:
-            self._sock = sock
-            if self._cancelled:
-                shutdown(sock)
-
-    def detach(self):
-        with self._lock:
-            self._sock = None
-
-
-def shutdown(sock):
-    try:  # the plain socket's shutdown, also for TLS: SSLSocket's would disturb the reading thread
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 class HTTPError(Exception):

@@ -23,7 +23,7 @@ import zlib
 
 from calibre_plugins.bookai.grounding import extract
 from calibre_plugins.bookai.grounding.index import Index, passages
-from calibre_plugins.bookai.settings.prefs import set_aside, write_private
+from calibre_plugins.bookai.core.files import set_aside, write_private
 
 CACHE_VERSION = 1  # raise when what a cache file holds changes meaning
 MAGIC = b'BOOKAI-TEXT '

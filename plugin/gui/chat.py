@@ -17,7 +17,7 @@ from html import escape
 
 from qt.core import QFrame, QTextBlockFormat, QTextBrowser, QTextCharFormat, QTextCursor, QTimer, pyqtSignal
 
-from calibre_plugins.bookai.gui.render import markdown_to_html, renderer, stable_end
+from calibre_plugins.bookai.conversation.render import markdown_to_html, renderer, stable_end
 
 load_translations()
 

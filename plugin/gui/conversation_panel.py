@@ -10,7 +10,7 @@ conversation, nothing said before is lost, and Retry asks again. Every finished
 turn is handed to keep() (the History). closing() stops an answer that is still
 coming and keeps what came.
 
-With a Grounding (gui.grounding), the panel has a "Book text" row: passages of the
+With a Grounding (gui.passages), the panel has a "Book text" row: passages of the
 book go with each question as the reader chose, read first when needed (which can
 take a moment, and can be stopped), shown for consent before they go to an online
 provider; the answer's [n] citations are links to those passages.
@@ -26,7 +26,7 @@ from qt.core import (
 from calibre_plugins.bookai.conversation.conversation import usage_text
 from calibre_plugins.bookai.core.messages import Answer, Done, Failed, ReasoningDelta, TextDelta
 from calibre_plugins.bookai.gui.chat import ChatView, citing, link, sent_note
-from calibre_plugins.bookai.gui.grounding import scope_label
+from calibre_plugins.bookai.gui.passages import scope_label
 
 load_translations()
 
@@ -59,7 +59,7 @@ class ConversationPanel(QWidget):
     keep(conversation), to keep it after each turn; save(turn_index or None), for the Save
     links and button (None: no saving); settings(), to open the settings; intro(), the
     HTML shown above an empty conversation; prepare(question), what a typed question
-    becomes before it is sent; and grounding (gui.grounding.Grounding), for a window about
+    becomes before it is sent; and grounding (gui.passages.Grounding), for a window about
     one book whose text can be sent."""
 
     state_changed = pyqtSignal(bool)  # streaming
@@ -84,7 +84,7 @@ class ConversationPanel(QWidget):
         layout.addWidget(self.chat, 1)
         self.scope_row = None
         if self.grounding is not None:
-            from calibre_plugins.bookai.gui.grounding import ScopeRow
+            from calibre_plugins.bookai.gui.passages import ScopeRow
             self.scope_row = ScopeRow(self.grounding, self)
             self.scope_row.changed.connect(self.update_state)
             layout.addWidget(self.scope_row)
@@ -303,7 +303,7 @@ class ConversationPanel(QWidget):
     def rank_by_meaning(self, provider, text, question, token, then):
         """The book's passages and the question embedded by provider (in a thread; the passages
         once a book), then then(embedding_index, question_vector); by words alone if that fails."""
-        from calibre_plugins.bookai.core.transport import CancelToken
+        from calibre_plugins.bookai.core.cancel import CancelToken
         from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
         from calibre_plugins.bookai.gui.worker import run_in_thread
         self.loading_cancel = cancel = CancelToken()
@@ -359,7 +359,7 @@ class ConversationPanel(QWidget):
     def send(self, provider, question, typed='', passages='', spoiler_safe=False, places=()):
         """Confirm (as the settings say, and before book text goes online), then stream the answer.
         passages: the numbered passages sent with it (grounding), each at its place in places."""
-        from calibre_plugins.bookai.gui.grounding import needs_consent, remember_consent
+        from calibre_plugins.bookai.gui.passages import needs_consent, remember_consent
         from calibre_plugins.bookai.gui.preview import PreviewDialog, needs_confirmation
         consent = bool(passages) and needs_consent(self.books_key(), provider)
         if consent or needs_confirmation(provider, self.conv):
@@ -479,7 +479,7 @@ class ConversationPanel(QWidget):
         if g is not None and g.go_to is not None and g.jumps:
             return g.go_to(place)
         from calibre_plugins.bookai.grounding.scopes import passage_texts
-        from calibre_plugins.bookai.gui.grounding import CitationDialog
+        from calibre_plugins.bookai.gui.passages import CitationDialog
         text = passage_texts(turns[index].passages).get(number, '')
         CitationDialog(number, place, text, self.go_to_for(place), self).exec()
 

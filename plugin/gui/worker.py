@@ -53,7 +53,7 @@ def stream_in_thread(provider, messages, on_chunk, use_model='', cancel=None):
     given (or made) stops it: the stream then ends with a cancelled Done. Chunks already
     on their way still arrive after Stop: the token tells which request they are of."""
     from qt.core import QApplication
-    from calibre_plugins.bookai.core.transport import CancelToken
+    from calibre_plugins.bookai.core.cancel import CancelToken
     cancel = cancel or CancelToken()
     relay = StreamRelay(QApplication.instance())
     relay.chunk.connect(on_chunk)

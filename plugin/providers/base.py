@@ -38,8 +38,9 @@ from calibre_plugins.bookai.core.errors import (
 )
 from calibre_plugins.bookai.core.messages import Done, Failed, ReasoningDelta, TextDelta, Usage, WebLink
 from calibre_plugins.bookai.core.streams import NDJSONDecoder, SSEDecoder
+from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.transport import (
-    Cancelled, CancelToken, HTTPError, Request, Response, Timeouts, Transport, http_error_to_provider_error,
+    HTTPError, Request, Response, Timeouts, Transport, http_error_to_provider_error,
 )
 from calibre_plugins.bookai.providers import pricing
 
@@ -951,7 +952,7 @@ def read_models_cache(path: str) -> list | None:
         if not isinstance(fetched, (int, float)) or not all(isinstance(m.id, str) for m in models):
             raise ValueError('not a model list')
     except (ValueError, KeyError, TypeError):
-        from calibre_plugins.bookai.settings.prefs import set_aside
+        from calibre_plugins.bookai.core.files import set_aside
         try:
             set_aside(path)  # never over a copy set aside before
         except OSError:
@@ -966,7 +967,7 @@ def write_models_cache(path: str, cached: dict) -> None:
     text = json.dumps(cached)
     if len(text.encode('utf-8')) > limits.MAX_MODELS_CACHE_BYTES:
         return
-    from calibre_plugins.bookai.settings.prefs import write_private
+    from calibre_plugins.bookai.core.files import write_private
     try:
         write_private(path, text)
     except OSError:  # a cache: the list is asked for again next time

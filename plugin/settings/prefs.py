@@ -1,14 +1,12 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""The plugin's preferences, in <calibre config>/plugins/bookai.json, and how Book AI
-keeps its files.
+"""The plugin's preferences, in <calibre config>/plugins/bookai.json.
 
 Opened on first use, never at import time, so that merely loading the plugin
 reads and writes nothing. The file is written owner-only (0600) on every
 calibre version: it names the services you use and their addresses.
 
-Every file Book AI keeps is written atomically (write_private: a temporary file,
-then os.replace), and a damaged one is set aside (set_aside: renamed *.damaged,
-never over an earlier one), never overwritten. A settings file that cannot be read
+It is written as every file of Book AI's is (core.files: write_private, atomically;
+a damaged one set aside, never overwritten). A settings file that cannot be read
 (not JSON, not an object, unreadable, a folder in its place) or that holds values
 of the wrong kind gives the defaults for what could not be read, and a sentence
 (problems(), shown by the settings dialog and on the command line's standard error);
@@ -18,7 +16,8 @@ the file is set aside before anything is written over it.
 import copy
 import json
 import os
-import tempfile
+
+from calibre_plugins.bookai.core.files import set_aside, write_private
 
 load_translations()
 
@@ -124,35 +123,6 @@ def not_saved(config, error: OSError) -> str:
     """What the reader is told when the settings file of config could not be written."""
     return _('The settings could not be saved in {path}: {reason}').format(
         path=config.file_path, reason=error.strerror or error)
-
-
-def write_private(path: str, data: bytes | str) -> None:
-    """Replace the file at path with data, readable and writable by its owner only, at every moment."""
-    folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix='.' + os.path.basename(path), suffix='.tmp')  # mode 0600
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            f.write(data if isinstance(data, bytes) else data.encode('utf-8'))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def set_aside(path: str) -> str:
-    """Rename a damaged file (or whatever is in its place) out of the way, to path.damaged,
-    else path.2.damaged and so on: never over one set aside before. Returns the new name;
-    OSError if it could not be renamed."""
-    kept, n = path + '.damaged', 1
-    while os.path.lexists(kept):
-        n += 1
-        kept = f'{path}.{n}.damaged'
-    os.rename(path, kept)
-    return kept
 
 
 def text(value):

@@ -66,7 +66,7 @@ class AskPanel(QWidget):
         """The book's own text with questions: the selection and around it, the chapter, passages up
         to where the viewer is (or anywhere); a citation clicked goes to its passage in the book."""
         from calibre_plugins.bookai.gui.book_text import ViewerBook
-        from calibre_plugins.bookai.gui.grounding import Grounding
+        from calibre_plugins.bookai.gui.passages import Grounding
         from calibre_plugins.bookai.grounding.scopes import SCOPES
         source = ViewerBook(self.viewer, self)
         return Grounding(source, SCOPES, source.position, selection=lambda: self.selected, go_to=source.go_to,
@@ -189,7 +189,7 @@ class AskPanel(QWidget):
                   lambda problem: self.panel.show_notice(problem or _('Saved as the note of the highlight.')))
 
     def show_settings(self):
-        from calibre_plugins.bookai.gui.settings import show_settings
+        from calibre_plugins.bookai.gui.settings_dialog import show_settings
         show_settings(self, None)
         if not self.panel.streaming:
             self.fill_quick_actions()

@@ -125,7 +125,7 @@ class Library:
 
 
 def test_the_history_window_says_in_words_what_was_set_aside(qapp, history, artifacts):
-    from calibre_plugins.bookai.library.history_window import HistoryWindow
+    from calibre_plugins.bookai.main_window.history_window import HistoryWindow
     saved(history, 'good')
     path = saved(history, 'damaged')
     with open(path, 'wb') as f:
@@ -140,7 +140,7 @@ def test_the_history_window_says_in_words_what_was_set_aside(qapp, history, arti
 
 
 def test_a_file_damaged_after_listing_says_so_when_opened(qapp, history):
-    from calibre_plugins.bookai.library.history_window import HistoryWindow
+    from calibre_plugins.bookai.main_window.history_window import HistoryWindow
     saved(history, 'good', asked=1000.0)
     path = saved(history, 'later', asked=2000.0)
     opened = []

@@ -76,7 +76,7 @@ def test_a_save_that_fails_loses_nothing_saved_before(tmp_path, monkeypatch):
 def test_the_window_says_it_and_keeps_the_conversation(qapp, prefs, sandbox, tmp_path, artifacts):
     from calibre.library import db
     from calibre_plugins.bookai.conversation.books import BookLibrary
-    from calibre_plugins.bookai.library.discussion import DiscussionWindow
+    from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
     not_a_folder = tmp_path / 'history'
     not_a_folder.write_bytes(b'a file where the folder was')
     library = BookLibrary(db(str(sandbox.make_library(quick_start_epub()))).new_api, History(str(not_a_folder)))
@@ -103,7 +103,7 @@ class Library:
 
 
 def test_the_history_window_says_it_cannot_read_the_folder(qapp, tmp_path):
-    from calibre_plugins.bookai.library.history_window import HistoryWindow
+    from calibre_plugins.bookai.main_window.history_window import HistoryWindow
     (tmp_path / 'history').write_bytes(b'a file where the folder was')
     history = History(str(tmp_path / 'history'))
     w = HistoryWindow(Library(history), [].append)

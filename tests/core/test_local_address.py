@@ -81,7 +81,7 @@ def test_an_address_reached_through_calibres_proxy_is_not_local():
 
 
 def test_consent_is_asked_before_book_text_goes_to_a_look_alike(prefs):
-    from calibre_plugins.bookai.gui.grounding import needs_consent
+    from calibre_plugins.bookai.gui.passages import needs_consent
     prefs['book_text_consent'] = []
     for name in ('openai_compatible', 'ollama', 'lmstudio'):
         assert needs_consent('book:1', provider_at(name, 'http://127.evil.example/v1'))

@@ -15,7 +15,7 @@ from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.grounding.scopes import CLOSE, OPEN, passage_texts
-from calibre_plugins.bookai.library.discussion import DiscussionWindow
+from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from peers import LlamaServer, use_server
 from sandbox import stand_in_gui, wait_until
 

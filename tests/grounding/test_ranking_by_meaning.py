@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from calibre_plugins.bookai.core.transport import Cancelled, CancelToken
+from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.grounding import embeddings
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question, ranked
 from calibre_plugins.bookai.grounding.extract import read_epub

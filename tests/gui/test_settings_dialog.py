@@ -13,8 +13,8 @@ from calibre_plugins.bookai.conversation.actions import (
     viewer_actions_builtin,
 )
 from calibre_plugins.bookai.conversation.books import STANDARD_FIELDS, interface_language
-from calibre_plugins.bookai.gui import settings as settings_module
-from calibre_plugins.bookai.gui.settings import SettingsDialog, SettingsWidget, slug
+from calibre_plugins.bookai.gui import settings_dialog as settings_module
+from calibre_plugins.bookai.gui.settings_dialog import SettingsDialog, SettingsWidget, slug
 from calibre_plugins.bookai.providers.registry import PROVIDERS
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import secret_store

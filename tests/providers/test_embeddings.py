@@ -11,7 +11,7 @@ import json
 import pytest
 
 from calibre_plugins.bookai.core import errors
-from calibre_plugins.bookai.core.transport import Cancelled, CancelToken
+from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.providers.base import EMBED_BATCH, Capability
 from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
 from peers import AiMock, LlamaServer, http

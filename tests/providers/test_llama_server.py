@@ -10,7 +10,7 @@ import pytest
 
 from calibre_plugins.bookai.core import errors
 from calibre_plugins.bookai.core.messages import Answer, Done, Message, Role, TextDelta
-from calibre_plugins.bookai.core.transport import CancelToken
+from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.providers.registry import get_provider
 from peers import LlamaServer, http
 

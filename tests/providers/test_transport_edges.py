@@ -137,7 +137,7 @@ def kept_transport():
 
 
 def test_the_connection_is_kept_for_the_next_question_but_not_after_stop():
-    from calibre_plugins.bookai.core.transport import CancelToken
+    from calibre_plugins.bookai.core.cancel import CancelToken
     replies = [Reply(200, chunks=chat_stream('one two')), Reply(200, chunks=chat_stream('three four')),
                Reply(200, chunks=chat_stream('five six seven eight'), chunk_delay=0.05),
                Reply(200, chunks=chat_stream('nine ten'))]

@@ -147,7 +147,7 @@ def test_wrong_kinds_keep_what_is_valid(damaged_prefs):
 
 
 def test_the_settings_dialog_says_so(qapp, damaged_prefs, artifacts):
-    from calibre_plugins.bookai.gui.settings import SettingsDialog
+    from calibre_plugins.bookai.gui.settings_dialog import SettingsDialog
     open_with, path = damaged_prefs
     open_with(b'{"provider": "anthropic", ')
     d = SettingsDialog()

@@ -14,7 +14,7 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.grounding.cache import TextCache
 from calibre_plugins.bookai.grounding.extract import read_epub
-from calibre_plugins.bookai.settings.forget import forget_everything
+from calibre_plugins.bookai.conversation.forget import forget_everything
 from calibre_plugins.bookai.settings.prefs import plugin_prefs, private_config
 from calibre_plugins.bookai.settings.secrets import SecretStore
 from sandbox import quick_start_epub

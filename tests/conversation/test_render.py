@@ -4,7 +4,7 @@
 
 import pytest
 
-from calibre_plugins.bookai.gui.render import markdown_to_html, stable_end
+from calibre_plugins.bookai.conversation.render import markdown_to_html, stable_end
 
 
 def test_tables_lists_and_code():

@@ -642,7 +642,7 @@ class SettingsWidget(QWidget):
         box.exec()
         if box.clickedButton() is not forget:
             return
-        from calibre_plugins.bookai.settings.forget import forget_everything
+        from calibre_plugins.bookai.conversation.forget import forget_everything
         try:
             done = forget_everything()
         except Exception as e:
@@ -685,7 +685,7 @@ class SettingsWidget(QWidget):
         if self.db is None:
             self.save_box.addItem(field_name(None, 'comments'), 'comments')
         else:
-            from calibre_plugins.bookai.library.save_to_book import save_targets
+            from calibre_plugins.bookai.conversation.notes import save_targets
             for key, name, kind in save_targets(self.db):
                 self.save_box.addItem(name if key == 'comments' else f'{name} ({key})', key)
         current = self.prefs['save_field'] or 'comments'

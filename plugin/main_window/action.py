@@ -142,10 +142,10 @@ class BookAIAction(InterfaceAction):
     def open_window(self, library, conversation):
         """A window for a conversation: about books, or (about none) a question to the whole library."""
         if conversation.books:
-            from calibre_plugins.bookai.library.discussion import DiscussionWindow
+            from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
             w = DiscussionWindow(library, conversation, self.gui, on_saved=self.refresh_books)
         else:
-            from calibre_plugins.bookai.library.ask_library import LibraryQuestionWindow
+            from calibre_plugins.bookai.main_window.ask_library import LibraryQuestionWindow
             w = LibraryQuestionWindow(library, conversation, self.gui.library_view.get_selected_ids(), self.gui)
         self.keep_window(w)
         w.show()
@@ -162,7 +162,7 @@ class BookAIAction(InterfaceAction):
         view.model().refresh_ids(ids, current_row=view.currentIndex().row())  # the book details too
 
     def show_history(self):
-        from calibre_plugins.bookai.library.history_window import HistoryWindow
+        from calibre_plugins.bookai.main_window.history_window import HistoryWindow
         library = self.library()
         ids = self.gui.library_view.get_selected_ids()
         w = HistoryWindow(library, lambda conv: self.open_window(library, conv), ids, self.gui)
@@ -171,7 +171,7 @@ class BookAIAction(InterfaceAction):
         w.show()  # not modal: the conversations it opens can be used while it stays open
 
     def show_settings(self):
-        from calibre_plugins.bookai.gui.settings import show_settings
+        from calibre_plugins.bookai.gui.settings_dialog import show_settings
         show_settings(self.gui, self.gui.current_db.new_api)
 
     def library_about_to_change(self, olddb, db):

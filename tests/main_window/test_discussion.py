@@ -12,8 +12,8 @@ from qt.core import QApplication, QTextDocument, QTimer
 from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
-from calibre_plugins.bookai.gui.render import markdown_to_html
-from calibre_plugins.bookai.library.discussion import DiscussionWindow
+from calibre_plugins.bookai.conversation.render import markdown_to_html
+from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from peers import LlamaServer, http, use_server
 from sandbox import quick_start_epub, wait_until
 
@@ -274,7 +274,7 @@ def test_history_reopens_a_conversation_after_a_restart(qapp, prefs, tiny, books
     history = History(books.history.folder)
     (summary,) = history.summaries(books.library_id, 1)
     assert summary.id == conv_id and summary.turns == 1
-    from calibre_plugins.bookai.library.history_window import HistoryWindow
+    from calibre_plugins.bookai.main_window.history_window import HistoryWindow
     opened = []
     h = HistoryWindow(BookLibrary(books.db, history), opened.append)
     h.show()

@@ -21,7 +21,7 @@ from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.gui.worker import StreamRelay
-from calibre_plugins.bookai.library.discussion import DiscussionWindow
+from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from peers import AiMock, LlamaServer, http, use_server
 from sandbox import quick_start_epub
 from providers.scripted_server import Reply, ScriptedServer, sse  # tests/providers: the scripted fake

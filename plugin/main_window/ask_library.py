@@ -111,5 +111,5 @@ class LibraryQuestionWindow(PanelDialog):
                                                      if words else None)
 
     def show_settings(self):
-        from calibre_plugins.bookai.gui.settings import show_settings
+        from calibre_plugins.bookai.gui.settings_dialog import show_settings
         show_settings(self, self.library.db)

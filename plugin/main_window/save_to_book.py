@@ -2,8 +2,8 @@
 """Save to book: a note appended to a book's comments, or to a custom column of the
 comments type, after what the field already holds. Nothing is ever replaced.
 
-The functions at the top work on a library's new_api and need no display; the
-dialog below them shows what will be added and where, and asks.
+The dialog shows what will be added and where, and asks; conversation.notes adds it
+(append_note), with no display.
 """
 
 from qt.core import (
@@ -11,45 +11,10 @@ from qt.core import (
     QTextBrowser, QVBoxLayout,
 )
 
-from calibre_plugins.bookai.gui.render import markdown_to_html
+from calibre_plugins.bookai.conversation.notes import save_targets
+from calibre_plugins.bookai.conversation.render import markdown_to_html
 
 load_translations()
-
-HTML_KINDS = ('html', '')  # how a comments field shows its text; the others hold plain or Markdown text
-
-
-def save_targets(db):
-    """[(field, name, kind)]: Comments, then every custom column that holds long text."""
-    fm = db.field_metadata
-    targets = [('comments', fm['comments'].get('name') or _('Comments'), 'html')]
-    for key in sorted(fm.custom_field_keys(), key=lambda k: (fm[k].get('name') or k).lower()):
-        meta = fm[key]
-        if meta.get('datatype') == 'comments':
-            kind = (meta.get('display') or {}).get('interpret_as') or 'html'
-            targets.append((key, meta.get('name') or key, kind))
-    return targets
-
-
-def appended(current, note_md, kind):
-    """The field's new value: what it held, then the note."""
-    current = current or ''
-    if kind in HTML_KINDS:
-        addition = '<div class="bookai-note">' + markdown_to_html(note_md) + '</div>'
-        return current + ('<hr>' if current.strip() else '') + addition
-    return current.rstrip('\n') + ('\n\n' if current.strip() else '') + note_md
-
-
-def append_note(db, book_ids, field, note_md):
-    """Append the note to field of each book; the ids changed."""
-    kinds = {f: kind for f, name, kind in save_targets(db)}
-    if field not in kinds:
-        raise ValueError(_('{field} is not a field that can hold notes.').format(field=field))
-    values = {}
-    with db.write_lock:  # read and write in one go: an edit made meanwhile is not lost
-        for book_id in book_ids:
-            values[book_id] = appended(db._field_for(field, book_id), note_md, kinds[field])
-        db._set_field(field, values)
-    return list(values)
 
 
 class SaveToBookDialog(QDialog):

@@ -5,7 +5,8 @@ import os
 import stat
 
 from calibre_plugins.bookai.providers.registry import get_provider
-from calibre_plugins.bookai.settings.prefs import plugin_prefs, write_private
+from calibre_plugins.bookai.core.files import write_private
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import secret_store
 
 

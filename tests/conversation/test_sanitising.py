@@ -10,7 +10,7 @@ import pytest
 
 from calibre_plugins.bookai.conversation.conversation import Turn
 from calibre_plugins.bookai.grounding.scopes import Place
-from calibre_plugins.bookai.gui.render import markdown_to_html
+from calibre_plugins.bookai.conversation.render import markdown_to_html
 
 HOSTILE = [
     '<script>alert(1)</script>',

@@ -14,8 +14,8 @@ from qt.core import QApplication, QTimer
 from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
-from calibre_plugins.bookai.library.discussion import DiscussionWindow
-from calibre_plugins.bookai.library.save_to_book import append_note
+from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
+from calibre_plugins.bookai.conversation.notes import append_note
 from peers import LlamaServer, use_server
 from sandbox import quick_start_epub, wait_until
 

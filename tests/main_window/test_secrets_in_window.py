@@ -13,7 +13,7 @@ from qt.core import QApplication, QEvent, QEventLoop
 from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
-from calibre_plugins.bookai.library.discussion import DiscussionWindow
+from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from core.secret_forms import forms_of, leaks
 from peers import use_server
 from providers.scripted_server import Reply, ScriptedServer, sse

@@ -13,7 +13,7 @@ from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.grounding.scopes import passage_texts
-from calibre_plugins.bookai.library.ask_library import LibraryQuestionWindow
+from calibre_plugins.bookai.main_window.ask_library import LibraryQuestionWindow
 from peers import LlamaServer, http, use_server
 from sandbox import Sandbox, stand_in_gui
 from test_library_search import make_library

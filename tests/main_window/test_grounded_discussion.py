@@ -17,7 +17,7 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.grounding.scopes import passage_texts
-from calibre_plugins.bookai.library.discussion import DiscussionWindow
+from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from peers import LlamaServer, http, use_server
 from sandbox import quick_start_epub, stand_in_gui, wait_until
 

@@ -4,7 +4,7 @@
 Non-modal: the books it is about, the quick actions, and the conversation
 (gui.conversation_panel), whose turns are kept in the History and whose answers
 can be saved to the books. About one book, the book's own text can go with the
-questions (gui.grounding), and a citation opens the book in the E-book viewer
+questions (gui.passages), and a citation opens the book in the E-book viewer
 at the passage cited. Closing the window mid-answer stops the answer and
 keeps what came.
 """
@@ -57,7 +57,7 @@ class DiscussionWindow(PanelDialog):
         if len(conversation.books) != 1 or self.gui is None:
             return None
         from calibre_plugins.bookai.gui.book_text import LibraryBook
-        from calibre_plugins.bookai.gui.grounding import Grounding
+        from calibre_plugins.bookai.gui.passages import Grounding
         book_id = conversation.books[0].book_id
         source = LibraryBook(self.gui, self.library.db, book_id, self)
         return Grounding(source, ('metadata', 'chapter', 'position', 'book'), source.position,
@@ -127,8 +127,8 @@ class DiscussionWindow(PanelDialog):
         self.panel.ask(action.prompt(self.conv.books))
 
     def save_to_book(self, index):
-        from calibre_plugins.bookai.conversation.notes import note_markdown
-        from calibre_plugins.bookai.library.save_to_book import SaveToBookDialog, append_note
+        from calibre_plugins.bookai.conversation.notes import append_note, note_markdown
+        from calibre_plugins.bookai.main_window.save_to_book import SaveToBookDialog
         from calibre_plugins.bookai.settings.prefs import plugin_prefs
         turns = self.conv.turns if index is None else [self.conv.turns[index]]
         note = note_markdown(turns, self.panel.assistant(self.panel.provider))
@@ -148,7 +148,7 @@ class DiscussionWindow(PanelDialog):
         self.panel.show_notice(_('Saved to {field} of {count} book(s).').format(field=name, count=len(ids)))
 
     def show_settings(self):
-        from calibre_plugins.bookai.gui.settings import show_settings
+        from calibre_plugins.bookai.gui.settings_dialog import show_settings
         show_settings(self, self.library.db)
         if not self.panel.streaming:
             self.fill_quick_actions()
