@@ -23,8 +23,8 @@ import time
 
 from qt.core import QApplication
 
+from calibre_plugins.bookai.conversation.render import markdown_to_html
 from calibre_plugins.bookai.gui.chat import ChatView
-from calibre_plugins.bookai.gui.render import markdown_to_html
 
 TOKENS = 20_000
 PER_UPDATE = 16

@@ -16,13 +16,22 @@ import statistics
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path('tests').resolve()))
-from peers import LlamaServer  # noqa: E402
+from helpers.peers import LlamaServer  # noqa: E402
 
 from calibre_plugins.bookai.core.messages import Message, Role, TextDelta  # noqa: E402
+from calibre_plugins.bookai.core.transport import Request  # noqa: E402
 from calibre_plugins.bookai.providers.registry import get_provider  # noqa: E402
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.providers.base import AIProviderPlugin
+
+# (time to the first content, time to the whole answer), in seconds
+Timing = tuple[float | None, float]
 
 PAIRS = 100
 TOKENS = 64
@@ -30,7 +39,7 @@ FIRST_CONTENT = re.compile(rb'"content":"[^"]')  # the first delta with text in 
 MESSAGES = [{'role': 'user', 'content': 'Tell me about the sea.'}]
 
 
-def read_until_done(resp, start):
+def read_until_done(resp: http.client.HTTPResponse, start: float) -> float | None:
     """Read raw bytes until [DONE], without parsing them; the time the first content came."""
     first = None
     buf = b''
@@ -45,7 +54,7 @@ def read_until_done(resp, start):
             return first
 
 
-def direct(port, request):
+def direct(port: int, request: Request) -> Timing:
     """The least a client can do with the same request: one connection, one POST of the
     same bytes, reading until the first content and then [DONE]; no parsing."""
     start = time.perf_counter()
@@ -56,7 +65,7 @@ def direct(port, request):
     return first, time.perf_counter() - start
 
 
-def plain_urllib(port, request):
+def plain_urllib(port: int, request: Request) -> Timing:
     """A plain urllib client, as calibre's own provider was measured against."""
     start = time.perf_counter()
     rq = urllib.request.Request(f'http://127.0.0.1:{port}/v1/chat/completions', data=request.body,
@@ -66,7 +75,8 @@ def plain_urllib(port, request):
     return first, time.perf_counter() - start
 
 
-def through_provider(provider):
+def through_provider(provider: 'AIProviderPlugin') -> Timing:
+    """Book AI's own client: the provider's text_chat(), its transport and stream decoding."""
     messages = [Message(Role.USER, m['content']) for m in MESSAGES]
     start = time.perf_counter()
     first = None
@@ -76,7 +86,7 @@ def through_provider(provider):
     return first, time.perf_counter() - start
 
 
-def main():
+def main() -> None:
     # one server thread: on this 2-core machine the client keeps a core of its own, so what
     # is measured is the client, not which process the kernel runs after each send
     with LlamaServer('tiny', alias='tiny', extra_args=('-t', '1')) as server:
@@ -84,7 +94,7 @@ def main():
         provider = get_provider('openai_compatible', settings={
             'base_url': server.base_url + '/v1', 'model': 'tiny', 'temperature': 0.0})
         request = provider.chat_request([Message(Role.USER, m['content']) for m in MESSAGES], 'tiny', TOKENS)
-        clients = {'plain urllib': lambda: plain_urllib(port, request),
+        clients: dict[str, Callable[[], Timing]] = {'plain urllib': lambda: plain_urllib(port, request),
                    'bare http.client': lambda: direct(port, request),
                    'Book AI': lambda: through_provider(provider)}
         for _i in range(3):  # warm up every path and the server's prompt cache

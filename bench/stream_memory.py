@@ -16,7 +16,7 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path('tests').resolve()))
-from peers import LlamaServer  # noqa: E402
+from helpers.peers import LlamaServer  # noqa: E402
 
 from calibre_plugins.bookai.core.messages import Done, Message, Role, TextDelta  # noqa: E402
 from calibre_plugins.bookai.providers.registry import get_provider  # noqa: E402
@@ -25,11 +25,11 @@ ASK_FOR = 100_000
 OURS = [tracemalloc.Filter(True, 'calibre_plugins.bookai*')]  # calibre's loader names the code so
 
 
-def ours_now():
+def ours_now() -> int:
     return sum(s.size for s in tracemalloc.take_snapshot().filter_traces(OURS).statistics('filename'))
 
 
-def main():
+def main() -> None:
     with LlamaServer('tiny', alias='tiny', ctx=8192) as server:
         provider = get_provider('openai_compatible', settings={
             'base_url': server.base_url + '/v1', 'model': 'tiny', 'temperature': 0.0})

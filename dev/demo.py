@@ -89,7 +89,7 @@ def local_model():
                    env=dict(os.environ, BOOKAI_PEERS_DIR=peers_dir), stdout=subprocess.DEVNULL)
     os.environ['BOOKAI_PEERS'] = peers_dir
     sys.path.insert(0, str(PROJECT / 'tests'))
-    from peers import LlamaServer
+    from helpers.peers import LlamaServer
     return LlamaServer('smollm2', alias='smollm2', ctx=8192, extra_args=('--temp', '0', '-n', '400'), start=False)
 
 

@@ -7,19 +7,44 @@
     dev/hosts.py status                which hosts are ready
     dev/hosts.py remove HOST ...       delete a host's root
 
-Hosts (see shared/notes/calibre-hosts.md):
+Hosts (this machine is Debian 12 bookworm; each root is Debian's own calibre package):
 
-    bookworm  calibre 6.13, Debian's package on this machine itself
-    trixie    calibre 8.5, a debootstrap root
-    forky     calibre 9.17, a debootstrap root (calibre's own AI included)
-    noai      calibre 9.17 with calibre's AI removed the way an AI-free fork
-              removes it (dev/strip_calibre_ai.py): the plugin's real target
+    host      calibre               Python  pytest  calibre's own AI (calibre.ai, AIProviderPlugin)
+    bookworm  6.13, this machine    3.11    7.2     no
+    trixie    8.5, a root           3.13    8.3     no
+    forky     9.17, a root          3.14    9.1     yes: its nine built-in providers
+    noai      9.17 without AI       3.14    9.1     no: the forky root with calibre's AI removed
+                                                    the way an AI-free fork removes it
+                                                    (dev/strip_calibre_ai.py): the plugin's real target
+
+The Debian mirror these machines reach is a frozen snapshot, so the versions stay put. The
+suite uses nothing newer than pytest 7.2 offers.
+
+How a root is made (about 3 minutes each; `setup` makes them side by side):
+- `debootstrap --variant=minbase SUITE ROOT MIRROR .../scripts/sid`: bookworm's debootstrap has
+  no script for forky, and sid's works for both. MIRROR is the first .../debian address in
+  this machine's own apt sources (apt_mirror), never a name written into the project.
+- apt in the root is told Acquire::Check-Valid-Until "false": a snapshot's Release files are
+  dated in the past and apt refuses them otherwise. dpkg leaves out docs, man pages and
+  locales and uses force-unsafe-io: a root is 1.4 to 1.5 GB once PACKAGES are in.
+- A root is too big to keep in a repository (a tarball is about 520 MB): roots are made on
+  the machine that runs the tests (CI too) and reused there.
 
 Roots live in $BOOKAI_HOSTS_DIR (default /var/lib/bookai-hosts), outside the
 work tree, so a later clone on the same machine reuses them. Commands run in a
-root through a private mount namespace: proc, /dev/shm and /tmp are mounted
-inside it and vanish with it, even after a crash. The machine's /dev is never
-bound into a root. Needs root.
+root through a private mount namespace: proc, /dev/shm (Qt needs it) and /tmp are
+mounted inside it and vanish with it, even after a crash. The machine's /dev is
+never bound into a root: deleting a root would then delete the machine's device
+files (debootstrap makes the device nodes a root needs). The project is bound in at
+/project, the test peers at /peers, and the command runs in a clean environment
+(host_env: offscreen Qt, BOOKAI_*, CALIBRE_*, QT_* and CI passed through). Needs root.
+
+In every host, Python code runs in calibre's own runtime: Debian puts calibre's
+modules in /usr/lib/calibre, where plain python3 does not look, so dev/test.py runs
+pytest through `calibre-debug -c` (and the tests run calibre's programs, calibre-debug -e
+for scripts). QT_QPA_PLATFORM=offscreen is all widgets, dialogs and the viewer need: no
+X server. calibre's main window waits in its first-run wizard unless the test config
+says it has run (dynamic's welcome_wizard_was_run).
 
 `run --isolated` (what dev/test.py uses) also gives the command a network
 namespace of its own with only loopback: calibre allows one running GUI per

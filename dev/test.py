@@ -3,17 +3,29 @@
 """Run Book AI's test suite inside calibre's own runtime, on every host.
 
     sudo python3 dev/test.py                       all hosts, made first where missing
-    sudo python3 dev/test.py --host noai           one host, for quick work
+    sudo python3 dev/test.py --host noai           one host
     sudo python3 dev/test.py --host forky -- -k viewer -x    extra pytest arguments
+    python3 dev/test.py --quick                    no root: the quick run, below
 
 Each host runs pytest through its calibre-debug with a throwaway calibre config
-folder, in a network namespace of its own with only loopback (see dev/hosts.py). A host whose run fails, has a skipped test (every prerequisite must be
-there), or runs no test at all fails the whole run. The summary ends with one
-line: "total: N passed, N failed, N skipped".
+folder, in a network namespace of its own with only loopback (see dev/hosts.py).
+A host whose run fails, has a skipped test (every prerequisite must be there), or
+runs no test at all fails the whole run. The summary ends with one line:
+"total: N passed, N failed, N skipped".
+
+--quick runs, as any user, on this machine's own calibre (Debian's calibre package,
+with python3-pytest and python3-hypothesis), the tests that need nothing but
+calibre's runtime in one process: no display or Qt application, no host root, no
+LLM peer or keyring, no calibre program started. tests/conftest.py works out which
+tests those are from what each one uses and marks them `quick`; this selects them
+(-m quick) with a throwaway calibre config and cache, a private runtime folder and
+no session bus, so nothing of your own calibre or keyring is reached. No set-up
+step, no network namespace; extra pytest arguments work as above.
 """
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -57,6 +69,33 @@ def run_host(host, pytest_args, allow_skips):
     return code, read_counts(junit), seconds
 
 
+def run_quick(pytest_args):
+    """The quick run on this machine's calibre, as the user running it; returns pytest's exit code."""
+    if not shutil.which('calibre-debug'):
+        raise SystemExit('calibre-debug is not on PATH: the quick run needs calibre '
+                         '(on Debian: apt-get install calibre python3-pytest python3-hypothesis)')
+    scratch = Path(tempfile.mkdtemp(prefix='bookai-quick-'))
+    (scratch / 'calibre-config').mkdir()
+    (scratch / 'runtime').mkdir(mode=0o700)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(('BOOKAI_', 'CALIBRE_')) and k != 'DBUS_SESSION_BUS_ADDRESS'}
+    env.update({
+        'BOOKAI_HOST': 'quick', 'BOOKAI_NO_SKIPS': '1',
+        'CALIBRE_CONFIG_DIRECTORY': str(scratch / 'calibre-config'),
+        'CALIBRE_CACHE_DIRECTORY': str(scratch / 'calibre-cache'),
+        'XDG_RUNTIME_DIR': str(scratch / 'runtime'), 'TMPDIR': str(scratch),
+        'QT_QPA_PLATFORM': 'offscreen', 'PYTHONDONTWRITEBYTECODE': '1',
+    })
+    argv = ['calibre-debug', '-c', PYTEST_MAIN, '--', '-m', 'quick', f'--basetemp={scratch}/pytest'] + pytest_args
+    start = time.monotonic()
+    try:
+        code = subprocess.run(argv, env=env, cwd=str(hosts.PROJECT)).returncode
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f'quick run: {time.monotonic() - start:.1f}s, {"ok" if code == 0 else f"FAILED (pytest exit {code})"}')
+    return code
+
+
 def read_counts(junit):
     counts = {'passed': 0, 'failed': 0, 'skipped': 0}
     if not junit.exists():
@@ -89,12 +128,19 @@ def main(argv=None):
                     help='run on this host only (repeatable); default: all of them')
     ap.add_argument('--allow-skips', action='store_true', help='do not fail on skipped tests')
     ap.add_argument('--no-setup', action='store_true', help='do not check or make the hosts first')
+    ap.add_argument('--quick', action='store_true',
+                    help='no root: the tests that need only calibre\'s runtime, on this machine\'s calibre')
     ap.add_argument('pytest_args', nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
-    if os.geteuid() != 0:
-        raise SystemExit('dev/test.py needs root: the hosts are chroots (run it with sudo)')
-    selected = a.host or list(hosts.HOSTS)
     pytest_args = a.pytest_args[1:] if a.pytest_args[:1] == ['--'] else a.pytest_args
+    if a.quick:
+        if a.host or a.allow_skips or a.no_setup:
+            ap.error('--quick runs on this machine\'s calibre only, with no set-up and no skips')
+        return run_quick(pytest_args)
+    if os.geteuid() != 0:
+        raise SystemExit('dev/test.py needs root: the hosts are chroots (run it with sudo; '
+                         'python3 dev/test.py --quick needs no root)')
+    selected = a.host or list(hosts.HOSTS)
     if not a.no_setup:
         prepare(selected)
     results = {host: run_host(host, pytest_args, a.allow_skips) for host in selected}

@@ -8,7 +8,13 @@ literal metadata, and imports its real code lazily: no Qt, no AI code, no
 network here.
 """
 
+import sys
+from typing import TYPE_CHECKING, NoReturn
+
 from calibre.customize import InterfaceActionBase
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.gui.settings_dialog import SettingsWidget
 
 
 class BookAI(InterfaceActionBase):
@@ -22,32 +28,33 @@ class BookAI(InterfaceActionBase):
     supported_platforms = ['windows', 'osx', 'linux']
     actual_plugin = 'calibre_plugins.bookai.main_window.action:BookAIAction'
 
-    def initialize(self):
+    def initialize(self) -> None:
         """Run by every calibre process. In the E-book viewer only, the Ask AI panel is added
         (viewer/hook.py); everywhere else this does nothing."""
-        import sys
         if 'calibre.gui2.viewer.main' in sys.modules:
             try:
+                # late, as everything here: see the module's docstring
                 from calibre_plugins.bookai.viewer.hook import install
                 install()
             except Exception as e:  # the viewer must work, with or without us
                 print(f'Book AI: no Ask AI panel in this E-book viewer: {e}', file=sys.stderr)
 
-    def is_customizable(self):
+    def is_customizable(self) -> bool:
         return True
 
-    def config_widget(self):
+    def config_widget(self) -> 'SettingsWidget':
         """Preferences → Plugins → Customize: the same settings as the Book AI menu's."""
+        # late, as everything here: see the module's docstring
         from calibre.gui2.ui import get_gui
         from calibre_plugins.bookai.gui.settings_dialog import SettingsWidget
         gui = get_gui()
         return SettingsWidget(gui.current_db.new_api if gui is not None else None)
 
-    def save_settings(self, config_widget):
+    def save_settings(self, config_widget: 'SettingsWidget') -> None:
         config_widget.commit()
 
-    def cli_main(self, argv):
+    def cli_main(self, argv: list[str]) -> NoReturn:
         """calibre-debug -r "Book AI" -- COMMAND (see cli.py)."""
-        import sys
+        # late, as everything here: see the module's docstring
         from calibre_plugins.bookai.cli import main
         sys.exit(main(argv[1:]))

@@ -25,7 +25,7 @@ with --json, emit(): plain output shows each control character but line feed and
 An API key is never taken from the command line itself: api_key=- reads it from
 standard input, api_key=env:NAME from the environment variable NAME; an empty one is
 refused, and configure PROVIDER --forget-key deletes the stored key. Every value given
-to configure is checked (providers.base.Option) before anything is saved.
+to configure is checked (providers.options.Option) before anything is saved.
 """
 
 import argparse
@@ -36,8 +36,38 @@ import re
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TextIO
+from dataclasses import asdict
+from typing import TYPE_CHECKING, TextIO
+
+from calibre_plugins.bookai.conversation.actions import find_action, library_actions
+from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.history import NotKept
+from calibre_plugins.bookai.conversation.library import BookLibrary
+from calibre_plugins.bookai.conversation.question import Question, book_question, library_book_text, library_question
+from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.core.errors import ProviderError
+from calibre_plugins.bookai.core.messages import (
+    Answer, Chunk, Done, Failed, Message, ReasoningDelta, TextDelta, estimated_tokens,
+)
+from calibre_plugins.bookai.grounding.citations import citations
+from calibre_plugins.bookai.grounding.extract import UnreadableBook
+from calibre_plugins.bookai.grounding.formats import choose_format
+from calibre_plugins.bookai.grounding.library_search import (
+    LibraryExcerpt, LibrarySearchError, fts_message, library_citations,
+)
+from calibre_plugins.bookai.grounding.reading_position import saved_position
+from calibre_plugins.bookai.grounding.scopes import Excerpt, NoPlace
+from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.options import Option
+from calibre_plugins.bookai.providers.registry import PROVIDERS, chosen_provider, get_provider
+from calibre_plugins.bookai.settings.keyring import StoreError
+from calibre_plugins.bookai.settings.prefs import not_saved, plugin_prefs, problems
+from calibre_plugins.bookai.settings.secrets import not_kept
+
+if TYPE_CHECKING:
+    from calibre.utils.config import JSONConfig
 
 load_translations()
 
@@ -71,19 +101,20 @@ def emit(stream: TextIO, event: dict) -> None:
 
 
 class Exit(Exception):
+    """Ends a command: its exit code, and the sentence said on standard error."""
 
-    def __init__(self, code, sentence):
+    def __init__(self, code: int, sentence: str) -> None:
         super().__init__(sentence)
         self.code, self.sentence = code, sentence
 
 
 class Parser(argparse.ArgumentParser):
 
-    def error(self, message):
+    def error(self, message: str) -> None:
         raise Exit(USAGE, message)
 
 
-def parser():
+def parser() -> Parser:
     p = Parser(prog='calibre-debug -r "Book AI" --', description=_('Book AI on the command line.'))
     sub = p.add_subparsers(dest='command', metavar='COMMAND')
     sub.add_parser('providers', help=_('List the providers and whether each is ready to use'))
@@ -122,7 +153,7 @@ def parser():
     return p
 
 
-def add_ask_library(sub):
+def add_ask_library(sub: 'argparse._SubParsersAction') -> None:
     q = sub.add_parser('ask-library', help=_('Ask a question answered from passages of the books of a library, '
                                              'found by calibre\'s full-text search, with citations'))
     q.add_argument('question', metavar='QUESTION')
@@ -137,7 +168,8 @@ def add_ask_library(sub):
                                                               'their token count, and send nothing'))
 
 
-def main(argv, stdin=None, stdout=None, stderr=None):
+def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     p = parser()
     try:
@@ -154,17 +186,14 @@ def main(argv, stdin=None, stdout=None, stderr=None):
         return STOPPED
 
 
-def provider_named(name, **kw):
-    from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
+def provider_named(name: str, **kw: object) -> AIProviderPlugin:
     if name not in PROVIDERS:
         raise Exit(USAGE, _('There is no provider named "{name}". The providers are: {names}.').format(
             name=name, names=', '.join(PROVIDERS)))
     return get_provider(name, **kw)
 
 
-def cmd_providers(args, stdin, stdout):
-    from calibre_plugins.bookai.providers.registry import PROVIDERS
-    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+def cmd_providers(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     current = plugin_prefs()['provider']
     for name in PROVIDERS:
         p = provider_named(name)
@@ -180,8 +209,7 @@ def cmd_providers(args, stdin, stdout):
     return OK
 
 
-def cmd_models(args, stdin, stdout):
-    from calibre_plugins.bookai.core.errors import ProviderError
+def cmd_models(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     p = provider_named(args.provider)
     if problem := p.missing_setup():
         raise Exit(NOT_CONFIGURED, problem)
@@ -194,8 +222,7 @@ def cmd_models(args, stdin, stdout):
     return OK
 
 
-def cmd_configure(args, stdin, stdout):
-    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+def cmd_configure(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     p = provider_named(args.provider)
     values, key = {}, None
     for item in args.settings:
@@ -228,8 +255,6 @@ def cmd_configure(args, stdin, stdout):
         with written(p.secrets.config):
             p.secrets.delete(p.name, 'api_key')
     if key is not None:
-        from calibre_plugins.bookai.settings.keyring import StoreError
-        from calibre_plugins.bookai.settings.secrets import not_kept
         try:
             with written(p.secrets.config):
                 p.secrets.set(p.name, 'api_key', key)
@@ -266,27 +291,24 @@ def read_key(text: str, stdin: TextIO) -> str:
 
 
 @contextmanager
-def written(config):
+def written(config: 'JSONConfig') -> Iterator[None]:
     """Exit (NOT_WRITTEN) with a sentence when the settings file config could not be written."""
     try:
         yield
     except OSError as e:
-        from calibre_plugins.bookai.settings.prefs import not_saved
         raise Exit(NOT_WRITTEN, not_saved(config, e)) from None
 
 
 def checked_key(value: str) -> str:
-    from calibre_plugins.bookai.providers.base import Option
     try:
         return Option('api_key', 'API key', 'secret').check(value)
     except ValueError as e:
         raise Exit(USAGE, f'api_key: {e}.') from None
 
 
-def settings_problems(stderr: TextIO, told: list = ()) -> list:
+def settings_problems(stderr: TextIO, told: Sequence[str] = ()) -> list[str]:
     """What was wrong with Book AI's settings files, on standard error (the defaults are
     used), but for what was told already; returns what has been told."""
-    from calibre_plugins.bookai.settings.prefs import plugin_prefs, problems
     plugin_prefs()
     now = problems()
     for problem in now:
@@ -298,7 +320,8 @@ def settings_problems(stderr: TextIO, told: list = ()) -> list:
     return now
 
 
-def answer_and_keep(library, conv, provider, messages, args, stdout: TextIO):
+def answer_and_keep(library: BookLibrary, conv: Conversation, provider: AIProviderPlugin, messages: list[Message],
+                    args: argparse.Namespace, stdout: TextIO) -> tuple[Answer, bool]:
     """Stream provider's answer to messages, finish conv with it and keep it in the library's
     History. Returns (Answer, whether it was kept); raises the Exit for Ctrl-C (what came is
     kept)."""
@@ -310,10 +333,9 @@ def answer_and_keep(library, conv, provider, messages, args, stdout: TextIO):
     return answer, kept
 
 
-def keep(library, conv) -> bool:
+def keep(library: BookLibrary, conv: Conversation) -> bool:
     """Save conv in the library's History. When it cannot be, say why on standard error
     (the answer was printed already) and return False."""
-    from calibre_plugins.bookai.conversation.history import NotKept
     try:
         library.history.save(conv)
     except NotKept as e:
@@ -322,13 +344,13 @@ def keep(library, conv) -> bool:
     return True
 
 
-def cmd_ask(args, stdin, stdout):
+def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     return in_library(args, ask, stdout)
 
 
-def in_library(args, command, stdout):
+def in_library(args: argparse.Namespace, command: Callable[[BookLibrary, argparse.Namespace, TextIO], int],
+               stdout: TextIO) -> int:
     """command(library, args, stdout) on the library at --library, closed after."""
-    from calibre_plugins.bookai.conversation.books import BookLibrary
     library = BookLibrary.open(args.library)
     if library is None:
         raise Exit(USAGE, _('There is no calibre library at {path}.').format(path=args.library))
@@ -340,9 +362,7 @@ def in_library(args, command, stdout):
         library.db.close()
 
 
-def ask(library, args, stdout):
-    from calibre_plugins.bookai.conversation.actions import find_action, library_actions
-    from calibre_plugins.bookai.conversation.conversation import Conversation
+def ask(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
     missing = [b for b in args.book if not library.has_book(b)]
     if missing:
         raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
@@ -352,32 +372,27 @@ def ask(library, args, stdout):
         if action is None:
             raise Exit(USAGE, _('There is no quick action "{name}". The actions are: {names}.').format(
                 name=args.action, names=', '.join(a.name for a in library_actions())))
-        question = action.prompt(conv.books)
+        text = action.prompt(conv.books)
     else:
-        question = args.prompt
-    excerpt = book_excerpt(library, args, question) if args.scope != 'metadata' else None
-    passages, spoiler_safe = '', False
-    if excerpt is not None:
-        from calibre_plugins.bookai.grounding.scopes import passages_block
-        passages, spoiler_safe = passages_block(excerpt), excerpt.until is not None
+        text = args.prompt
+    question = Question(text) if args.scope == 'metadata' else with_book_text(library, args, text)
     if args.show_sent:
-        return show_sent(conv.messages_for(question, passages, spoiler_safe), stdout)
+        return show_sent(question.messages(conv), stdout)
     provider = provider_for(args)
-    answer, kept = answer_and_keep(library, conv, provider, conv.ask(question, passages, spoiler_safe), args, stdout)
-    if excerpt is not None and answer.failed is None:
-        show_citations(answer.text, excerpt, args.json, stdout)
+    # no places are kept with the command line's turns: their citations are printed, not linked
+    messages = conv.ask(question.text, question.passages, question.spoiler_safe)
+    answer, kept = answer_and_keep(library, conv, provider, messages, args, stdout)
+    if question.excerpt is not None and answer.failed is None:
+        show_citations(answer.text, question.excerpt, args.json, stdout)
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
     return OK if kept else NOT_WRITTEN
 
 
-def book_excerpt(library, args, question):
-    """The passages of the book sent with question for --scope, from the format choose_format()
-    picks: EPUB and KEPUB read directly, other formats converted by calibre in this process,
-    once (the text is kept in the text cache)."""
-    from calibre_plugins.bookai.grounding.extract import UnreadableBook
-    from calibre_plugins.bookai.grounding.formats import choose_format
-    from calibre_plugins.bookai.grounding.scopes import NoPlace, excerpt
+def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str) -> Question:
+    """The question with the passages of the book that --scope sends, from the format
+    choose_format() picks: EPUB and KEPUB read directly, other formats converted by calibre in
+    this process, once (the text is kept in the text cache)."""
     if len(args.book) != 1:
         raise Exit(USAGE, _('Book text can be sent about one book at a time.'))
     if args.scope == 'selection' and not args.text:
@@ -391,7 +406,7 @@ def book_excerpt(library, args, question):
         raise Exit(USAGE, _('Book {id} has no file with text that can be read: it has no formats, or only '
                             'pictures.').format(id=book_id))
     try:
-        book, index = book_text(db, book_id, fmt)
+        book, index = library_book_text(db, book_id, fmt)
     except UnreadableBook as e:
         raise Exit(USAGE, str(e)) from None
     if not book.length:
@@ -401,10 +416,9 @@ def book_excerpt(library, args, question):
         say(sys.stderr, note)
     position = args.position
     if position is None and args.scope != 'book':
-        from calibre_plugins.bookai.grounding.reading_position import saved_position
         position = saved_position(db.format_abspath(book_id, fmt), book)
     try:
-        return excerpt(book, args.scope, question, position, args.text or '', index=index)
+        return book_question(text, args.scope, book, index, position, args.text or '')
     except NoPlace:
         raise Exit(USAGE, _('Book AI does not know where you are in this book, so it cannot keep to what you have '
                             'read: give your place with --position FRACTION, or open the book in calibre\'s E-book '
@@ -412,24 +426,7 @@ def book_excerpt(library, args, question):
                             'sent.')) from None
 
 
-def book_text(db, book_id, fmt):
-    """(Book, Index) of a library book's fmt file, from the text cache or read (and converted)
-    now; the cache forgets the library's books that are gone."""
-    from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
-    from calibre_plugins.bookai.grounding.extract import UnreadableBook
-    path = db.format_abspath(book_id, fmt)
-    if not path:
-        raise UnreadableBook(_('The {fmt} file of book {id} is missing from the library folder.').format(
-            fmt=fmt, id=book_id))
-    cache = TextCache(default_folder())
-    try:
-        return cache.text_of(db.library_id, book_id, fmt, path)
-    finally:
-        cache.prune(db.library_id, db.all_book_ids())
-
-
-def show_sent(messages, stdout):
-    from calibre_plugins.bookai.conversation.conversation import estimated_tokens
+def show_sent(messages: list[Message], stdout: TextIO) -> int:
     for m in messages:
         say(stdout, f'--- {m.role.value}')
         say(stdout, m.text)
@@ -437,8 +434,7 @@ def show_sent(messages, stdout):
     return OK
 
 
-def show_citations(answer, excerpt, as_json, stdout):
-    from calibre_plugins.bookai.grounding.citations import citations
+def show_citations(answer: str, excerpt: Excerpt, as_json: bool, stdout: TextIO) -> None:
     for c in citations(answer, excerpt):
         if as_json:
             emit(stdout, {'type': 'citation', 'number': c.number, 'sent': c.sent, 'chapter': c.chapter,
@@ -449,9 +445,8 @@ def show_citations(answer, excerpt, as_json, stdout):
             say(stdout, f'[{c.number}] ' + _('(not a passage that was sent)'))
 
 
-def events_of(chunk):
+def events_of(chunk: Chunk) -> list[dict]:
     """The --json events for a chunk of the answer stream."""
-    from calibre_plugins.bookai.core.messages import Done, Failed, ReasoningDelta, TextDelta
     if isinstance(chunk, TextDelta):
         return [{'type': 'text', 'text': chunk.text}]
     if isinstance(chunk, ReasoningDelta):
@@ -459,7 +454,6 @@ def events_of(chunk):
     if isinstance(chunk, Failed):
         return [{'type': 'error', 'kind': type(chunk.error).__name__, 'message': chunk.message}]
     if isinstance(chunk, Done):
-        from dataclasses import asdict
         return [dict(type='usage', **asdict(chunk.usage)),  # tokens, and cost (None: unknown)
                 {'type': 'done', 'model': chunk.model, 'finish_reason': chunk.finish_reason,
                  'web_links': [{'title': w.title, 'url': w.url} for w in chunk.web_links]}]
@@ -469,41 +463,37 @@ def events_of(chunk):
 NOTHING_FOUND = 5
 
 
-def cmd_ask_library(args, stdin, stdout):
+def cmd_ask_library(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     """ask-library: the question answered from passages found in the library's full-text index."""
     return in_library(args, ask_library, stdout)
 
 
-def ask_library(library, args, stdout):
-    from calibre_plugins.bookai.conversation.conversation import Conversation
-    from calibre_plugins.bookai.grounding.library_search import (
-        LibrarySearchError, fts_message, library_block, library_excerpt)
+def ask_library(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
     missing = [b for b in args.book or () if not library.has_book(b)]
     if missing:
         raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
     try:
-        excerpt = library_excerpt(library.db, args.question, args.book)
+        question = library_question(library.db, args.question, args.book)
     except LibrarySearchError as e:
         raise Exit(NOT_CONFIGURED, str(e)) from None
     if note := fts_message(library.db):  # still indexing: said, and the books indexed so far are searched
         say(sys.stderr, note)
-    if not excerpt.passages:
+    if not question.passages:
         raise Exit(NOTHING_FOUND, _('Nothing in the full-text index of the library matches the question.'))
-    conv = Conversation.about(library, args.book or excerpt.book_ids)
-    passages = library_block(excerpt)
+    conv = Conversation.about(library, args.book or question.excerpt.book_ids)
     if args.show_sent:
-        return show_sent(conv.messages_for(args.question, passages), stdout)
+        return show_sent(question.messages(conv), stdout)
     provider = provider_for(args)
-    answer, kept = answer_and_keep(library, conv, provider, conv.ask(args.question, passages), args, stdout)
+    messages = conv.ask(question.text, question.passages)  # without the places, as in ask()
+    answer, kept = answer_and_keep(library, conv, provider, messages, args, stdout)
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
-    show_library_citations(answer.text, excerpt, args.json, stdout)
+    show_library_citations(answer.text, question.excerpt, args.json, stdout)
     return OK if kept else NOT_WRITTEN
 
 
-def provider_for(args):
+def provider_for(args: argparse.Namespace) -> AIProviderPlugin:
     """The provider named by --provider, else the one chosen in the settings; ready to use."""
-    from calibre_plugins.bookai.providers.registry import chosen_provider
     provider = provider_named(args.provider) if args.provider else chosen_provider()
     if provider is None:
         raise Exit(NOT_CONFIGURED, _('No provider is chosen yet: "configure PROVIDER ... --use" chooses one.'))
@@ -512,12 +502,11 @@ def provider_for(args):
     return provider
 
 
-def stream_answer(provider, messages, args, stdout: TextIO):
+def stream_answer(provider: AIProviderPlugin, messages: list[Message], args: argparse.Namespace,
+                  stdout: TextIO) -> Answer:
     """Send messages; the answer streams to stdout (as text, or as --json events). Returns the
     Answer. Ctrl-C stops it as Stop does in a window: the stream ends with a cancelled Done
     (a "done" event whose finish_reason is "cancelled"), and what came is kept (see stopped())."""
-    from calibre_plugins.bookai.core.messages import Answer, TextDelta
-    from calibre_plugins.bookai.core.cancel import CancelToken
     answer, cancel = Answer(), CancelToken()
     with ctrl_c_cancels(cancel):
         for chunk in provider.text_chat(messages, use_model=args.model or '', cancel=cancel):
@@ -533,7 +522,7 @@ def stream_answer(provider, messages, args, stdout: TextIO):
 
 
 @contextmanager
-def ctrl_c_cancels(cancel):
+def ctrl_c_cancels(cancel: CancelToken) -> Iterator[None]:
     """Within: Ctrl-C cancels the request (a second one interrupts, should the first not end it)."""
     def interrupted(signum, frame):
         if cancel.cancelled:
@@ -551,7 +540,7 @@ def ctrl_c_cancels(cancel):
         signal.signal(signal.SIGINT, previous)
 
 
-def stopped(answer, kept: bool = True) -> Exit | None:
+def stopped(answer: Answer, kept: bool = True) -> Exit | None:
     """The Exit for an answer stopped by Ctrl-C, else None. kept: whether the conversation
     could be kept in the history (if not, keep() said so already)."""
     if answer.failed is None and answer.done is not None and answer.done.finish_reason == 'cancelled':
@@ -560,9 +549,8 @@ def stopped(answer, kept: bool = True) -> Exit | None:
     return None
 
 
-def show_library_citations(answer, excerpt, as_json, stdout):
+def show_library_citations(answer: str, excerpt: LibraryExcerpt, as_json: bool, stdout: TextIO) -> None:
     """The answer's [n] citations: "[n] Title — the passage's beginning…", or citation events."""
-    from calibre_plugins.bookai.grounding.library_search import library_citations
     for c in library_citations(answer, excerpt):
         if as_json:
             emit(stdout, {'type': 'citation', 'number': c.number, 'sent': c.sent,
@@ -574,7 +562,8 @@ def show_library_citations(answer, excerpt, as_json, stdout):
             say(stdout, f'[{c.number}] ' + _('(not a passage that was sent)'))
 
 
-def snippet(text, size=100):
+def snippet(text: str, size: int = 100) -> str:
+    """The beginning of text, cut at a word, on one line."""
     text = ' '.join(text.split())
     return text if len(text) <= size else text[:size].rsplit(' ', 1)[0] + '…'
 

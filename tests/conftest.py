@@ -1,21 +1,45 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Test session set-up. The suite runs inside calibre's own runtime, started by
-dev/test.py on each host (pytest through calibre-debug), with a fresh calibre
-config folder for the session.
+dev/test.py (pytest through calibre-debug), with a fresh calibre config folder for the
+session: on each host for the full run, or on this machine's calibre for the quick run.
+
+What the tests share is in tests/helpers/ (imported as `helpers.NAME`: pytest.ini puts
+tests/ on sys.path), and the fixtures below. A test module never imports another.
+
+The quick run (`python3 dev/test.py --quick`, which selects `-m quick`) is every test that
+needs nothing but calibre's runtime in this one process and takes no long time on purpose.
+Which tests those are is worked out here from what each test uses (needs_more), never
+written on the tests by hand: a new test is in the quick run unless it sits in a folder or
+file below, uses a fixture below, or names (itself, through its fixtures or through the
+tests' own functions it calls) a helper below, a Qt class or hypothesis.
 """
 
+import inspect
 import os
+import subprocess
 import sys
+import tempfile
+import types
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Generator, Iterator
 
 import pytest
+from calibre.constants import __version__ as calibre_version
 
-from sandbox import PROJECT, Sandbox, quick_start_epub, run_build
+pytest.register_assert_rewrite('helpers')  # the helpers' asserts explain themselves as the tests' do
 
-HOST = os.environ.get('BOOKAI_HOST', 'unknown')
+from helpers.books import quick_start_epub  # noqa: E402
+from helpers.project import HOST, PROJECT, TESTS, run_build  # noqa: E402
+from helpers.sandbox import Result, Sandbox  # noqa: E402
+
+if TYPE_CHECKING:
+    from calibre.utils.config import JSONConfig
+    from qt.core import QApplication
+
+pytest_plugins = ('helpers.keyring_bus',)  # session_bus, gnome_keyring, no_session_bus
 
 
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     cfg = os.environ.get('CALIBRE_CONFIG_DIRECTORY')
     if not cfg or not os.environ.get('CALIBRE_CACHE_DIRECTORY') or (
             Path(cfg).resolve() == Path.home().joinpath('.config', 'calibre').resolve()):
@@ -25,11 +49,9 @@ def pytest_configure(config):
     install_plugin_in_this_process(Path(cfg))
 
 
-def install_plugin_in_this_process(config_dir):
+def install_plugin_in_this_process(config_dir: Path) -> None:
     """Install the plugin, as built from the sources under test, into this session's
     throwaway config, so that tests can import calibre_plugins.bookai.* in process."""
-    import subprocess
-    import tempfile
     stage = Path(tempfile.mkdtemp(prefix='bookai-stage-'))
     run_build('stage', stage)
     r = subprocess.run(['calibre-customize', '-b', str(stage)], capture_output=True, text=True)
@@ -38,13 +60,12 @@ def install_plugin_in_this_process(config_dir):
     import calibre.customize.ui  # noqa: F401 (loads the installed plugins: calibre_plugins.bookai imports now)
 
 
-def pytest_report_header(config):
-    from calibre.constants import __version__
-    return f'Book AI tests on host {HOST}: calibre {__version__}, Python {sys.version.split()[0]}'
+def pytest_report_header(config: pytest.Config) -> str:
+    return f'Book AI tests on host {HOST}: calibre {calibre_version}, Python {sys.version.split()[0]}'
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Generator[None, object, None]:
     """With BOOKAI_NO_SKIPS set (CI, dev/test.py), a skipped test is a failed test:
     every prerequisite must be there."""
     outcome = yield
@@ -55,18 +76,122 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f'skipped, and skips are not allowed here: {reason}'
 
 
+# ---------------------------------------------------------------------------------------------
+# The quick run: what a test needs beyond calibre's runtime in this process, from what it uses.
+
+# tests/FOLDER/ whose every test needs more
+NOT_QUICK_FOLDERS = {
+    'hosts': "calibre's real main window and E-book viewer, in processes of their own",
+    'peers_check': 'the LLM peers dev/peers.py makes',
+}
+# test files whose tests take long on purpose: each pushes a bound (hundreds of MB, seconds of silence)
+NOT_QUICK_FILES = {
+    'providers/test_hostile_servers.py': 'servers that send without end or fall silent, up to the bounds',
+    'grounding/test_hostile_books.py': 'zip bombs unpacked up to the bounds',
+}
+# fixtures (as named, or through the fixtures they use) that need more
+NOT_QUICK_FIXTURES = {
+    'qapp': 'a Qt application',
+    'sandbox': "calibre's programs, run in a calibre of the test's own",
+    'session_bus': 'a D-Bus session bus (and GNOME Keyring)',
+}
+# helpers that start something, named in a test's code, its fixtures' or the functions they call
+NOT_QUICK_HELPERS = {
+    'helpers.peers': {'LlamaServer', 'AiMock', 'sdk_python', 'use_sdks', 'sdk_dir', 'peer_path', 'peers_dir'},
+    'helpers.sandbox': {'Sandbox'},
+}
+QT_MODULES = ('qt.', 'PyQt')  # a Qt class named in a test's code: it runs Qt
+# and anything of hypothesis: a fuzzing run, whose volume (thousands of inputs) is the point
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `quick` the tests that need no more than calibre's runtime in this process."""
+    for item in items:
+        if not needs_more(item):
+            item.add_marker(pytest.mark.quick)
+
+
+def needs_more(item: pytest.Item) -> str:
+    """What item needs beyond calibre's runtime in this process, in words; '' for nothing."""
+    path = Path(str(item.fspath)).relative_to(TESTS)
+    if path.parts[0] in NOT_QUICK_FOLDERS:
+        return NOT_QUICK_FOLDERS[path.parts[0]]
+    if path.as_posix() in NOT_QUICK_FILES:
+        return NOT_QUICK_FILES[path.as_posix()]
+    for name in getattr(item, 'fixturenames', ()):
+        if name in NOT_QUICK_FIXTURES:
+            return NOT_QUICK_FIXTURES[name]
+    function = getattr(item, 'function', None)
+    if getattr(function, 'is_hypothesis_test', False):
+        return 'fuzzing (hypothesis)'
+    functions = [function] if function else []
+    fixtures = getattr(item, '_fixtureinfo', None)  # pytest's record of the fixtures the test uses, 7.2 to 9
+    if fixtures is not None:
+        functions += [d.func for defs in fixtures.name2fixturedefs.values() for d in defs]
+    seen = set()
+    for fn in functions:
+        for obj in used_by(fn, seen):
+            module = (obj.__name__ if inspect.ismodule(obj) else getattr(obj, '__module__', None)) or ''
+            if getattr(obj, '__name__', None) in NOT_QUICK_HELPERS.get(module, ()):
+                return f'{module}.{obj.__name__}'
+            if module.startswith(QT_MODULES):
+                return f'Qt ({obj.__name__})'
+            if module.startswith('hypothesis'):
+                return 'fuzzing (hypothesis)'
+    return ''
+
+
+def used_by(fn: Callable, seen: set) -> Iterator[object]:
+    """The module-level objects fn names (its nested functions included), and, through the
+    functions and classes of the tests' own that it names, the objects those name."""
+    fn = inspect.unwrap(fn)
+    code = getattr(fn, '__code__', None)
+    if code is None or code in seen:
+        return
+    seen.add(code)
+    for name in names_in(code):
+        obj = fn.__globals__.get(name)
+        if obj is None:
+            continue
+        yield obj
+        if ours(obj) and inspect.isfunction(obj):
+            yield from used_by(obj, seen)
+        elif ours(obj) and inspect.isclass(obj):
+            for member in vars(obj).values():
+                if inspect.isfunction(member):
+                    yield from used_by(member, seen)
+
+
+def names_in(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= names_in(const)
+    return names
+
+
+def ours(obj: object) -> bool:
+    """A function or class of the tests' own (a test module's, conftest's or a helper's)."""
+    module = sys.modules.get(getattr(obj, '__module__', None) or '')
+    path = getattr(module, '__file__', None)
+    return bool(path) and Path(path).resolve().is_relative_to(TESTS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixtures
+
 @pytest.fixture(scope='session')
-def host():
+def host() -> str:
     return HOST
 
 
 @pytest.fixture(scope='session')
-def session_dir(tmp_path_factory):
+def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp('session')
 
 
 @pytest.fixture(scope='session')
-def plugin_zip(session_dir):
+def plugin_zip(session_dir: Path) -> Path:
     """The plugin zip, built by build.py from the sources under test."""
     out = session_dir / 'dist'
     run_build('zip', out)
@@ -75,12 +200,12 @@ def plugin_zip(session_dir):
 
 
 @pytest.fixture(scope='session')
-def staged_plugin(session_dir):
+def staged_plugin(session_dir: Path) -> Path:
     return Path(run_build('stage', session_dir / 'stage').strip().splitlines()[-1])
 
 
 @pytest.fixture(scope='session')
-def artifacts():
+def artifacts() -> Path:
     """Where screenshots and other things worth looking at go: build/test-output/<host>/."""
     d = PROJECT / 'build' / 'test-output' / HOST
     d.mkdir(parents=True, exist_ok=True)
@@ -88,12 +213,12 @@ def artifacts():
 
 
 @pytest.fixture
-def sandbox(tmp_path):
+def sandbox(tmp_path: Path) -> Sandbox:
     return Sandbox(tmp_path / 'sandbox')
 
 
 @pytest.fixture
-def cli(sandbox, plugin_zip):
+def cli(sandbox: Sandbox, plugin_zip: Path) -> Callable[..., Result]:
     """The plugin installed in the sandbox's calibre; cli(*args, stdin=None, env=None) runs its
     command line there (calibre-debug -r "Book AI" -- args)."""
     sandbox.install(plugin_zip)
@@ -104,22 +229,24 @@ def cli(sandbox, plugin_zip):
 
 
 @pytest.fixture
-def library(sandbox):
+def library(sandbox: Sandbox) -> Path:
     """A calibre library of the test's own, holding calibre's Quick Start Guide."""
     return sandbox.make_library(quick_start_epub())
 
 
 @pytest.fixture(scope='session')
-def qapp():
+def qapp() -> 'QApplication':
     """calibre's QApplication (offscreen), for widgets tested in this process."""
+    # lazy: Qt only in the sessions that show widgets (not the quick run)
     from calibre.gui2 import Application
     from qt.core import QApplication
     return QApplication.instance() or Application([])
 
 
 @pytest.fixture
-def prefs():
+def prefs() -> Iterator['JSONConfig']:
     """The plugin's preferences, as they were before the test once it is over."""
+    # lazy: the plugin is importable once pytest_configure has installed it
     from calibre_plugins.bookai.settings.prefs import plugin_prefs
     p = plugin_prefs()
     saved = {k: p[k] for k in p.defaults}

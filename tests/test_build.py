@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import PROJECT, build_script, run_build
+from helpers.project import PROJECT, build_script, run_build
 
 build_py = build_script()
 

@@ -5,7 +5,8 @@ import ast
 import json
 import zipfile
 
-from sandbox import PLUGIN_NAME, PROJECT
+from helpers.project import PLUGIN_NAME, PROJECT
+from helpers.sandbox import Sandbox
 
 # calibre's own AI plugin names; a plugin named like a builtin is refused at install
 CALIBRE_AI_NAMES = {'Discuss book with AI', 'OpenAI', 'GoogleAI', 'OllamaAI', 'LMStudio', 'OpenRouter',
@@ -68,7 +69,6 @@ def modules_after_import(sandbox):
 
 
 def test_importing_the_plugin_costs_nothing(tmp_path, plugin_zip):
-    from sandbox import Sandbox
     without = modules_after_import(Sandbox(tmp_path / 'without'))
     sandbox = Sandbox(tmp_path / 'with')
     sandbox.install(plugin_zip)

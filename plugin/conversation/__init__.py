@@ -1,4 +1,6 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""Conversations about books, without Qt: the quick actions and their templates,
-the description of the books that goes with a question, a conversation with its
-pinned provider and model, and the history that keeps conversations across restarts."""
+"""Conversations about books, without Qt: how a question is built (question.py) and
+every word the model reads (prompts.py); a conversation with its turns and its pinned
+provider and model (conversation.py); the books and the library it is about (books.py,
+library.py); quick actions; the History that keeps conversations across restarts;
+notes saved to books; a model's Markdown as safe HTML; forgetting it all."""

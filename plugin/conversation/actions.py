@@ -3,14 +3,25 @@
 
 The builtin library actions match calibre's own. A template may use {books_word}
 ("book" or "books"), {is_are}, and the {title}, {authors} and {series} of the
-first book. Prompts stay in English (models follow English instructions best);
-their labels are translated. The user's own actions and changes are stored as a
-list of dicts in the preferences, in the order shown; builtin actions can be
-disabled or edited, never deleted.
+first book. The builtin prompts, and what the variables are filled with, are
+text the model reads, in English (conversation.prompts); their labels are
+translated. The user's own actions and changes are stored as a list of dicts in
+the preferences, in the order shown; builtin actions can be disabled or edited,
+never deleted.
 """
 
 import string
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from calibre_plugins.bookai.conversation.prompts import (
+    LIBRARY_TEMPLATES, SINGLE_WORD_TEMPLATES, VIEWER_TEMPLATES, book_values, is_single_word, selection_values,
+)
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.conversation.books import BookInfo
 
 load_translations()
 
@@ -23,97 +34,56 @@ class QuickAction:
     builtin: bool = False
     enabled: bool = True
 
-    def prompt(self, books):
+    def prompt(self, books: 'Sequence[BookInfo]') -> str:
         """The prompt for these books (BookInfo, the first one names title, authors, series)."""
-        first = books[0] if books else None
-        return fill_template(self.template, {
-            'books_word': 'book' if len(books) < 2 else 'books',
-            'is_are': 'is' if len(books) < 2 else 'are',
-            'title': first.title if first else '',
-            'authors': first.authors_text if first else '',
-            'series': first.series if first else '',
-        })
+        return fill_template(self.template, book_values(books))
 
 
-def library_actions_builtin():
+def library_actions_builtin() -> tuple[QuickAction, ...]:
     return (
-        QuickAction('summarize', _('Summarize'),
-                    'Provide a concise summary of the previously described {books_word}.', True),
-        QuickAction('chapters', _('Chapters'),
-                    'Provide a chapter by chapter summary of the previously described {books_word}.', True),
-        QuickAction('read_next', _('Read next'),
-                    'Suggest some good books to read after the previously described {books_word}.', True),
-        QuickAction('universe', _('Universe'),
-                    'Describe the fictional universe the previously described {books_word} {is_are} set in. '
-                    'Outline major plots, themes and characters in the universe.', True),
-        QuickAction('series', _('Series'),
-                    'Give the series the previously described {books_word} {is_are} in. List all the books in '
-                    'the series, in both published and internal chronological order. Also describe any '
-                    'prominent spin-off series.', True),
+        QuickAction('summarize', _('Summarize'), LIBRARY_TEMPLATES['summarize'], True),
+        QuickAction('chapters', _('Chapters'), LIBRARY_TEMPLATES['chapters'], True),
+        QuickAction('read_next', _('Read next'), LIBRARY_TEMPLATES['read_next'], True),
+        QuickAction('universe', _('Universe'), LIBRARY_TEMPLATES['universe'], True),
+        QuickAction('series', _('Series'), LIBRARY_TEMPLATES['series'], True),
     )
 
 
 TEMPLATE_VARIABLES = ('books_word', 'is_are', 'title', 'authors', 'series')
 
 # While reading: the selected text drives the actions. {selected} is the selection, {language}
-# the answer language, {title} and {authors} the book's. Prompts as calibre's viewer has them.
+# the answer language, {title} and {authors} the book's.
 VIEWER_VARIABLES = ('selected', 'language', 'title', 'authors')
-PROMPT_SEPARATOR = '\n------------\n\n'
 
 
-def viewer_actions_builtin():
+def viewer_actions_builtin() -> tuple[QuickAction, ...]:
     return (
-        QuickAction('explain', _('Explain'),
-                    'Explain the following text in simple, easy to understand language. {selected}', True),
-        QuickAction('define', _('Define'),
-                    'Identify and define any technical or complex terms in the following text. {selected}', True),
-        QuickAction('summarize', _('Summarize'), 'Provide a concise summary of the following text. {selected}', True),
-        QuickAction('points', _('Key points'),
-                    'Extract the key points from the following text as a bulleted list. {selected}', True),
-        QuickAction('grammar', _('Fix grammar'),
-                    'Correct any grammatical errors in the following text and provide the corrected version. '
-                    '{selected}', True),
-        QuickAction('translate', _('Translate'),
-                    'Translate the following text into the language {language}. {selected}', True),
+        QuickAction('explain', _('Explain'), VIEWER_TEMPLATES['explain'], True),
+        QuickAction('define', _('Define'), VIEWER_TEMPLATES['define'], True),
+        QuickAction('summarize', _('Summarize'), VIEWER_TEMPLATES['summarize'], True),
+        QuickAction('points', _('Key points'), VIEWER_TEMPLATES['points'], True),
+        QuickAction('grammar', _('Fix grammar'), VIEWER_TEMPLATES['grammar'], True),
+        QuickAction('translate', _('Translate'), VIEWER_TEMPLATES['translate'], True),
     )
 
 
-# a single word selected: these builtin actions ask about the word instead
-SINGLE_WORD_TEMPLATES = {
-    'explain': 'Explain the meaning, etymology and common usages of the following word in simple, easy to '
-               'understand language. {selected}',
-    'define': 'Explain the meaning and common usages of the following word. {selected}',
-    'translate': 'Translate the following word into the language {language}. {selected}',
-}
-
-
-def is_single_word(text):
-    return len(text) <= 20 and ' ' not in text.strip()
-
-
-def selected_for_prompt(text):
-    if not text:
-        return ''
-    return PROMPT_SEPARATOR + ('Word to analyze: ' if is_single_word(text) else 'Text to analyze: ') + text
-
-
-def selection_prompt(template, selected, book=None, language=''):
+def selection_prompt(template: str, selected: str, book: 'BookInfo | None' = None, language: str = '') -> str:
     """A prompt about the selected text: {selected}, {language}, {title}, {authors} filled in."""
-    return fill_template(template, {
-        'selected': selected_for_prompt(selected), 'language': language or 'English',
-        'title': book.title if book else '', 'authors': book.authors_text if book else '',
-    }).strip()
+    return fill_template(template, selection_values(selected, book, language)).strip()
 
 
-def viewer_action_prompt(action, selected, book=None, language=''):
+def viewer_action_prompt(action: QuickAction, selected: str, book: 'BookInfo | None' = None,
+                         language: str = '') -> str:
+    """The prompt of a viewer action about the selected text; a builtin one that asks about a
+    text asks about a single word selected in its own words, unless the reader changed it."""
     template = action.template
     if action.builtin and is_single_word(selected) and action.name in SINGLE_WORD_TEMPLATES and (
-            action.template == next(a.template for a in viewer_actions_builtin() if a.name == action.name)):
+            action.template == VIEWER_TEMPLATES.get(action.name)):
         template = SINGLE_WORD_TEMPLATES[action.name]
     return selection_prompt(template, selected, book, language)
 
 
-def fill_template(template, values):
+def fill_template(template: str, values: dict[str, object]) -> str:
     """The template with its known {variables} filled in. Anything else, a stray brace or an
     unknown {name}, is left as written: a user's template never fails."""
     out = []
@@ -132,7 +102,7 @@ def fill_template(template, values):
     return ''.join(out)
 
 
-def merge_actions(builtin, saved):
+def merge_actions(builtin: Sequence[QuickAction], saved: Iterable[dict] | None) -> list[QuickAction]:
     """The actions in the user's order: saved is the preference's list of dicts (may be
     empty or damaged). Builtin actions missing from it come at the end; a saved builtin keeps
     its builtin flag, so it cannot be deleted."""
@@ -158,19 +128,17 @@ def merge_actions(builtin, saved):
     return result
 
 
-def library_actions(include_disabled=False):
-    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+def library_actions(include_disabled: bool = False) -> list[QuickAction]:
     actions = merge_actions(library_actions_builtin(), plugin_prefs()['library_actions'])
     return actions if include_disabled else [a for a in actions if a.enabled]
 
 
-def viewer_actions(include_disabled=False):
-    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+def viewer_actions(include_disabled: bool = False) -> list[QuickAction]:
     actions = merge_actions(viewer_actions_builtin(), plugin_prefs()['viewer_actions'])
     return actions if include_disabled else [a for a in actions if a.enabled]
 
 
-def find_action(actions, name):
+def find_action(actions: Iterable[QuickAction], name: str) -> QuickAction | None:
     """The action whose name or label (any case) is name, or None."""
     low = name.strip().lower()
     for a in actions:

@@ -11,10 +11,19 @@ question. That is also what the "What will be sent" preview shows.
 
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
-from calibre_plugins.bookai.conversation.books import BookInfo, context_prompt
-from calibre_plugins.bookai.core.messages import Cost, Message, Role, Usage
+from calibre_plugins.bookai.conversation.books import BookInfo, answer_language
+from calibre_plugins.bookai.conversation.prompts import (
+    context_prompt, grounding_instructions, reading_prompt, with_passages,
+)
+from calibre_plugins.bookai.core.messages import Answer, Cost, Message, Role, Usage
+from calibre_plugins.bookai.grounding.scopes import Place
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.conversation.library import BookLibrary
 
 load_translations()
 
@@ -32,19 +41,19 @@ class Turn:
     finish_reason: str = ''
     asked: float = field(default_factory=time.time)
     reasoning_details: tuple = ()
-    passages: str = ''          # the book's text sent with the question (grounding.scopes.passages_block)
+    passages: str = ''          # the book's text sent with the question (conversation.prompts.numbered_block)
     spoiler_safe: bool = False  # sent with "nothing after the reader's position"
-    places: tuple = ()          # where each passage sent is in the book: grounding.scopes.Place, for citations
+    places: tuple[Place, ...] = ()  # where each passage sent is in the book, for citations
 
     @property
-    def answered(self):
+    def answered(self) -> bool:
         return not self.error and self.finish_reason != '' and bool(self.answer or self.reasoning)
 
 
 class Conversation:
 
-    def __init__(self, books, library_id='', provider='', model='', language='', conversation_id='', created=0,
-                 selection=''):
+    def __init__(self, books: Iterable[BookInfo], library_id: str = '', provider: str = '', model: str = '',
+                 language: str = '', conversation_id: str = '', created: float = 0, selection: str = '') -> None:
         self.books = tuple(books)
         self.selection = selection  # the text selected while reading that it is about ('' in the library)
         self.library_id = library_id
@@ -53,21 +62,20 @@ class Conversation:
         self.language = language    # the answer's language, in English ('' for no instruction)
         self.id = conversation_id or uuid.uuid4().hex
         self.created = created or time.time()
-        self.turns = []
+        self.turns: list[Turn] = []
 
     @classmethod
-    def about(cls, library, book_ids):
-        """A new conversation about books of a library (conversation.books.BookLibrary)."""
-        from calibre_plugins.bookai.conversation.books import answer_language
+    def about(cls, library: 'BookLibrary', book_ids: Iterable[int]) -> 'Conversation':
+        """A new conversation about books of a library (conversation.library.BookLibrary)."""
         books = library.books(book_ids)
         return cls(books, library.library_id, language=answer_language(books))
 
     @property
-    def book_ids(self):
+    def book_ids(self) -> tuple[int, ...]:
         return tuple(b.book_id for b in self.books)
 
     @property
-    def title(self):
+    def title(self) -> str:
         if not self.books:
             return _('Your library') if self.library_id else ''
         if len(self.books) == 1:
@@ -75,23 +83,21 @@ class Conversation:
         return f'{self.books[0].title} (+{len(self.books) - 1})'
 
     @property
-    def updated(self):
+    def updated(self) -> float:
         return self.turns[-1].asked if self.turns else self.created
 
-    def context(self, grounded=False, spoiler_safe=False):
+    def context(self, grounded: bool = False, spoiler_safe: bool = False) -> Message:
         """The system message: about the books (or the book being read), and, when passages of
         the book are sent, how to treat and cite them."""
         if self.selection:
-            from calibre_plugins.bookai.conversation.books import reading_prompt
             text = reading_prompt(self.books[0] if self.books else None, True, self.language)
         else:
             text = context_prompt(self.books, self.language, grounded)
         if grounded:
-            from calibre_plugins.bookai.grounding.scopes import grounding_instructions
             text += ' ' + grounding_instructions(spoiler_safe)
         return Message(Role.SYSTEM, text)
 
-    def messages_for(self, question, passages='', spoiler_safe=False):
+    def messages_for(self, question: str, passages: str = '', spoiler_safe: bool = False) -> list[Message]:
         """The exact messages a question sends: the context, the answered turns, the question
         (with the passages of the book sent with it, if any)."""
         answered = [t for t in self.turns if t.answered]
@@ -104,7 +110,8 @@ class Conversation:
         messages.append(Message(Role.USER, with_passages(question, passages)))
         return messages
 
-    def ask(self, question, passages='', spoiler_safe=False, places=()):
+    def ask(self, question: str, passages: str = '', spoiler_safe: bool = False,
+            places: Iterable[Place] = ()) -> list[Message]:
         """Start a turn; the messages to send for it. A last turn that failed is replaced."""
         if self.turns and not self.turns[-1].answered:
             self.turns.pop()
@@ -112,7 +119,7 @@ class Conversation:
         self.turns.append(Turn(question, passages=passages, spoiler_safe=spoiler_safe, places=tuple(places)))
         return messages
 
-    def finish(self, answer, provider=''):
+    def finish(self, answer: Answer, provider: str = '') -> Turn:
         """The last turn's outcome, from an Answer (core.messages) whose stream ended."""
         turn = self.turns[-1]
         turn.answer, turn.reasoning = answer.text, answer.reasoning
@@ -126,11 +133,11 @@ class Conversation:
             self.provider, self.model = provider or self.provider, done.model
         return turn
 
-    def retry_question(self):
+    def retry_question(self) -> str:
         """The question of a last turn that did not get an answer, else ''."""
         return self.turns[-1].question if self.turns and not self.turns[-1].answered else ''
 
-    def total_usage(self):
+    def total_usage(self) -> Usage:
         """Tokens of every answered turn; the cost is unknown as soon as one turn's is."""
         used = [t.usage for t in self.turns if t.usage is not None]
         if not used:
@@ -150,7 +157,7 @@ class Conversation:
 
     # saved form {{{
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {
             'format': FORMAT, 'id': self.id, 'created': self.created, 'library_id': self.library_id,
             'provider': self.provider, 'model': self.model, 'language': self.language, 'selection': self.selection,
@@ -159,7 +166,7 @@ class Conversation:
         }
 
     @classmethod
-    def from_dict(cls, d):
+    def from_dict(cls, d: dict[str, Any]) -> 'Conversation':
         """Raises ValueError for something that is not a saved conversation."""
         try:
             conv = cls([book_from_dict(b) for b in d['books']], *(text_field(d, k) for k in (
@@ -173,36 +180,20 @@ class Conversation:
     # }}}
 
 
-CHARS_PER_TOKEN = 4  # a rough, provider-independent estimate
-
-
-def estimated_tokens(messages):
-    return max(1, sum(len(m.text) for m in messages) // CHARS_PER_TOKEN)
-
-
-CITE_REMINDER = '(Cite the passages you use as [n].)'
-
-
-def with_passages(question, passages):
-    """The question as sent: after the passages of the book, and reminded to cite them (small
-    models forget what the system message said by the end of the passages)."""
-    return f'{passages}\n\n{question}\n\n{CITE_REMINDER}' if passages else question
-
-
-def book_from_dict(d):
+def book_from_dict(d: dict[str, Any]) -> BookInfo:
     return BookInfo(int(d['book_id']), str(d['title']), tuple(d.get('authors', ())), d.get('series', ''),
                     d.get('series_index'), tuple(d.get('tags', ())), tuple(tuple(f) for f in d.get('fields', ())),
                     tuple(d.get('notes', ())), tuple(d.get('languages', ())))
 
 
-def turn_as_dict(t):
+def turn_as_dict(t: Turn) -> dict[str, Any]:
     return {'question': t.question, 'answer': t.answer, 'reasoning': t.reasoning, 'model': t.model,
             'error': t.error, 'finish_reason': t.finish_reason, 'asked': t.asked, 'passages': t.passages,
             'spoiler_safe': t.spoiler_safe, 'places': [[p.chapter, p.position, p.cfi, p.book_id, p.fmt] for p in t.places],
             'usage': None if t.usage is None else asdict(t.usage)}
 
 
-def turn_from_dict(d):
+def turn_from_dict(d: dict[str, Any]) -> Turn:
     u = d.get('usage')
     usage = None
     if u is not None:
@@ -218,7 +209,7 @@ def turn_from_dict(d):
                 places=tuple(place_from_list(p) for p in d.get('places') or ()))
 
 
-def text_field(d, key):
+def text_field(d: dict[str, Any], key: str) -> str:
     """d[key] ('' when missing), which must be text: in a saved file, anything else is damage."""
     value = d.get(key, '')
     if not isinstance(value, str):
@@ -226,7 +217,7 @@ def text_field(d, key):
     return value
 
 
-def count_field(d, key):
+def count_field(d: dict[str, Any], key: str) -> int | None:
     """d[key], a count of tokens: a whole number or None."""
     value = d.get(key)
     if value is not None and type(value) is not int:
@@ -234,12 +225,11 @@ def count_field(d, key):
     return value
 
 
-def place_from_list(p):
-    from calibre_plugins.bookai.grounding.scopes import Place
+def place_from_list(p: list) -> Place:
     return Place(str(p[0]), float(p[1]), str(p[2] or ''), *(int(p[3]), str(p[4])) if len(p) > 4 else ())
 
 
-def usage_text(usage, local=False):
+def usage_text(usage: Usage, local: bool = False) -> str:
     """Tokens and cost in words: '1,234 tokens in, 56 out · about $0.0012'. Cost that is not
     known is said to be unknown, never shown as free, unless the model runs on this computer."""
     parts = []

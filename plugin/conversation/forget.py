@@ -8,23 +8,35 @@ and highlights are calibre's and are not touched; neither are the other settings
 import os
 import shutil
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from calibre_plugins.bookai.conversation.history import History
+from calibre_plugins.bookai.grounding.cache import SUFFIX, default_folder
+from calibre_plugins.bookai.providers.registry import PROVIDERS
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+from calibre_plugins.bookai.settings.secrets import SecretStore, secret_store
+
+if TYPE_CHECKING:
+    from calibre.utils.config import JSONConfig
 
 load_translations()
 
 
 @dataclass(frozen=True)
 class Forgotten:
+    """What forget_everything() removed."""
     keys: int            # API keys deleted
     conversations: int   # saved conversations deleted
     cached_books: int    # cache files of books' text deleted
     book_choices: int    # per-book scopes and consents cleared
 
 
-def count_files(folder, suffix):
+def count_files(folder: str, suffix: str) -> int:
+    """How many files under folder end in suffix."""
     return sum(name.endswith(suffix) for _dir, _dirs, names in os.walk(folder) for name in names)
 
 
-def remove_folder(folder, suffix):
+def remove_folder(folder: str, suffix: str) -> int:
     """Remove folder; the number of files ending in suffix it held."""
     count = count_files(folder, suffix)
     shutil.rmtree(folder, ignore_errors=True)
@@ -33,13 +45,9 @@ def remove_folder(folder, suffix):
     return count
 
 
-def forget_everything(secrets=None, history_folder=None, cache_folder=None, prefs=None):
+def forget_everything(secrets: SecretStore | None = None, history_folder: str | None = None,
+                      cache_folder: str | None = None, prefs: 'JSONConfig | None' = None) -> Forgotten:
     """Forget it all (the arguments are the real ones by default); what was removed."""
-    from calibre_plugins.bookai.conversation.history import History
-    from calibre_plugins.bookai.grounding.cache import SUFFIX, default_folder
-    from calibre_plugins.bookai.providers.registry import PROVIDERS
-    from calibre_plugins.bookai.settings.prefs import plugin_prefs
-    from calibre_plugins.bookai.settings.secrets import secret_store
     secrets = secrets or secret_store()
     prefs = plugin_prefs() if prefs is None else prefs
     keys = secrets.delete_all([(name, 'api_key') for name in PROVIDERS])

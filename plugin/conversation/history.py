@@ -14,6 +14,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from calibre.constants import config_dir
+
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.core.files import set_aside, write_private
 
@@ -29,9 +31,10 @@ class NotKept(OSError):
 
 @dataclass(frozen=True)
 class Summary:
+    """A kept conversation as the History lists it."""
     id: str
     title: str
-    book_ids: tuple
+    book_ids: tuple[int, ...]
     updated: float
     turns: int
     provider: str
@@ -39,22 +42,22 @@ class Summary:
 
 
 class History:
+    """The conversations kept in folder (default: calibre's), one subfolder per library."""
 
-    def __init__(self, folder=None):
+    def __init__(self, folder: str | None = None) -> None:
         if folder is None:
-            from calibre.utils.config import config_dir
             folder = os.path.join(config_dir, 'plugins', 'bookai-history')
         self.folder = folder
-        self.damaged = []  # files set aside while listing, for a message
+        self.damaged: list[str] = []  # files set aside while listing, for a message
         self.unreadable = ''  # why the last listing could not read the folder, in a sentence
 
-    def library_folder(self, library_id):
+    def library_folder(self, library_id: str | None) -> str:
         return os.path.join(self.folder, safe_name(library_id or 'unknown'))
 
-    def path(self, library_id, conversation_id):
+    def path(self, library_id: str | None, conversation_id: str) -> str:
         return os.path.join(self.library_folder(library_id), safe_name(conversation_id) + '.json')
 
-    def save(self, conv) -> None:
+    def save(self, conv: Conversation) -> None:
         """Keep conv, replacing its earlier copy at once or not at all. Raises NotKept."""
         if not conv.turns:
             return  # nothing said yet: nothing to keep
@@ -64,7 +67,7 @@ class History:
         except OSError as e:
             raise NotKept(e.errno, e.strerror or str(e), e.filename or path) from None
 
-    def load(self, library_id, conversation_id):
+    def load(self, library_id: str | None, conversation_id: str) -> Conversation | None:
         """The conversation, or None if it is gone. Raises ValueError (and sets the file aside) if damaged."""
         path = self.path(library_id, conversation_id)
         try:
@@ -79,13 +82,13 @@ class History:
             raise ValueError(_('The saved conversation in {path} could not be read. It was kept as {kept}.').format(
                 path=path, kept=kept)) from None
 
-    def delete(self, library_id, conversation_id):
+    def delete(self, library_id: str | None, conversation_id: str) -> None:
         try:
             os.remove(self.path(library_id, conversation_id))
         except FileNotFoundError:
             pass
 
-    def summaries(self, library_id, book_id=None):
+    def summaries(self, library_id: str | None, book_id: int | None = None) -> list[Summary]:
         """The conversations of a library (about book_id, when given), newest first."""
         folder = self.library_folder(library_id)
         self.unreadable = ''
@@ -115,7 +118,7 @@ class History:
         found.sort(key=lambda s: s.updated, reverse=True)
         return found
 
-    def set_aside(self, path):
+    def set_aside(self, path: str) -> str:
         """Rename a damaged file out of the way, never over one set aside before; returns where it is."""
         try:
             kept = set_aside(path)
@@ -125,7 +128,7 @@ class History:
         return kept
 
 
-def read(path):
+def read(path: str) -> Conversation:
     """The conversation saved in the file at path. Raises ValueError for anything but a saved
     conversation (bytes that are not UTF-8 text included), OSError if it cannot be read."""
     with open(path, 'rb') as f:
@@ -133,5 +136,6 @@ def read(path):
     return Conversation.from_dict(json.loads(raw.decode('utf-8')))
 
 
-def safe_name(text):
+def safe_name(text: object) -> str:
+    """text as a file name."""
     return re.sub(r'[^\w.-]', '_', str(text))[:100]

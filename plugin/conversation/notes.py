@@ -9,13 +9,20 @@ replaced.
 """
 
 import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from calibre_plugins.bookai.conversation.render import markdown_to_html
+
+if TYPE_CHECKING:
+    from calibre.db.cache import Cache
+
+    from calibre_plugins.bookai.conversation.conversation import Turn
 
 load_translations()
 
 
-def note_markdown(turns, assistant='', when=None):
+def note_markdown(turns: 'Sequence[Turn]', assistant: str = '', when: float | None = None) -> str:
     """The answered turns as a note. assistant names the model when a turn does not."""
     day = time.strftime('%Y-%m-%d', time.localtime(when or time.time()))
     models = sorted({t.model or assistant for t in turns if t.answer} - {''})
@@ -29,7 +36,7 @@ def note_markdown(turns, assistant='', when=None):
     return '\n\n'.join(parts) + '\n'
 
 
-def conversation_markdown(turns, assistant=''):
+def conversation_markdown(turns: 'Sequence[Turn]', assistant: str = '') -> str:
     """The whole conversation, errors included, as Markdown (for Copy all)."""
     parts = []
     for turn in turns:
@@ -44,7 +51,7 @@ def conversation_markdown(turns, assistant=''):
 HTML_KINDS = ('html', '')  # how a comments field shows its text; the others hold plain or Markdown text
 
 
-def save_targets(db):
+def save_targets(db: 'Cache') -> list[tuple[str, str, str]]:
     """[(field, name, kind)]: Comments, then every custom column that holds long text."""
     fm = db.field_metadata
     targets = [('comments', fm['comments'].get('name') or _('Comments'), 'html')]
@@ -56,7 +63,7 @@ def save_targets(db):
     return targets
 
 
-def appended(current, note_md, kind):
+def appended(current: str | None, note_md: str, kind: str) -> str:
     """The field's new value: what it held, then the note."""
     current = current or ''
     if kind in HTML_KINDS:
@@ -65,7 +72,7 @@ def appended(current, note_md, kind):
     return current.rstrip('\n') + ('\n\n' if current.strip() else '') + note_md
 
 
-def append_note(db, book_ids, field, note_md):
+def append_note(db: 'Cache', book_ids: Iterable[int], field: str, note_md: str) -> list[int]:
     """Append the note to field of each book; the ids changed."""
     kinds = {f: kind for f, name, kind in save_targets(db)}
     if field not in kinds:

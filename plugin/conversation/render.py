@@ -12,7 +12,16 @@ rendered again as more text arrives.
 """
 
 import re
+from collections.abc import Callable
 from html import escape
+from typing import TYPE_CHECKING
+
+from calibre_plugins.bookai.grounding.citations import linked
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
+
+    from markdown import Markdown
 
 SAFE_SCHEMES = ('http:', 'https:', 'mailto:')
 FENCE = re.compile(r'^ {0,3}(`{3,}|~{3,})')
@@ -20,15 +29,18 @@ FENCE = re.compile(r'^ {0,3}(`{3,}|~{3,})')
 _markdown = None
 
 
-def renderer():
+def renderer() -> 'Markdown':
+    """The one Markdown converter, made on first use (with python-markdown, imported then)."""
     global _markdown
     if _markdown is None:
+        # python-markdown is imported on the first render, not by every module that imports this one
         import markdown
         from markdown.treeprocessors import Treeprocessor
 
         class Safe(Treeprocessor):
+            """Makes a rendered reply inert: images become links, links keep safe targets only."""
 
-            def run(self, root):
+            def run(self, root: 'Element') -> None:
                 for el in root.iter():
                     if el.tag == 'img':
                         src, alt = el.get('src', ''), el.get('alt', '') or el.get('src', '')
@@ -55,7 +67,8 @@ def renderer():
     return _markdown
 
 
-def is_safe(url):
+def is_safe(url: str) -> bool:
+    """Whether a link may keep url: http, https and mailto only."""
     url = url.strip().lower()
     return url.startswith(SAFE_SCHEMES)
 
@@ -64,7 +77,7 @@ def is_safe(url):
 TABLE = '<table border="1" cellspacing="0" cellpadding="4" style="border-collapse: collapse">'
 
 
-def markdown_to_html(text, cite=None):
+def markdown_to_html(text: str, cite: Callable[[int], str] | None = None) -> str:
     """cite(number) -> HTML: what each [n] citation of a passage becomes (None: left as text)."""
     md = renderer()
     try:
@@ -77,9 +90,8 @@ def markdown_to_html(text, cite=None):
 TAG = re.compile(r'(<[^>]*>)')
 
 
-def with_citations(html, cite):
+def with_citations(html: str, cite: Callable[[int], str]) -> str:
     """The citations in html's text (not in code): their numbers through cite()."""
-    from calibre_plugins.bookai.grounding.citations import linked
     parts, in_code = TAG.split(html), 0
     for i, part in enumerate(parts):
         if i % 2:  # a tag
@@ -91,7 +103,7 @@ def with_citations(html, cite):
     return ''.join(parts)
 
 
-def stable_end(text):
+def stable_end(text: str) -> int:
     """The length of the leading part of text made of finished blocks: up to the last
     blank line (outside a code fence) that is followed by an unindented line, so that
     a block cannot change once it is rendered. 0 when nothing is finished yet."""

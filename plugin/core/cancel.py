@@ -12,24 +12,25 @@ import threading
 
 
 class Cancelled(Exception):
-    pass
+    """The work was stopped (CancelToken.cancel())."""
 
 
 class CancelToken:
     """Stop for one request, from any thread. Made for every request, so it is light: the
     event a backoff waits on is made only when there is a wait."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cancelled = False
-        self._sock = None
-        self._event = None
+        self._sock: socket.socket | None = None
+        self._event: threading.Event | None = None
 
     @property
-    def cancelled(self):
+    def cancelled(self) -> bool:
         return self._cancelled
 
-    def cancel(self):
+    def cancel(self) -> None:
+        """Stop: from now on cancelled is True, a wait() returns, an attached socket is shut down."""
         with self._lock:
             self._cancelled = True
             if self._event is not None:
@@ -37,7 +38,7 @@ class CancelToken:
             if self._sock is not None:
                 shutdown(self._sock)
 
-    def wait(self, seconds):
+    def wait(self, seconds: float) -> bool:
         """Sleep, unless cancelled first; True if cancelled."""
         with self._lock:
             if self._cancelled:
@@ -46,18 +47,21 @@ class CancelToken:
                 self._event = threading.Event()
         return self._event.wait(seconds)
 
-    def attach(self, sock):
+    def attach(self, sock: socket.socket) -> None:
+        """The socket a request is using: cancel() shuts it down (at once, if already cancelled)."""
         with self._lock:
             self._sock = sock
             if self._cancelled:
                 shutdown(sock)
 
-    def detach(self):
+    def detach(self) -> None:
+        """The request is done with its socket: cancel() leaves it alone."""
         with self._lock:
             self._sock = None
 
 
-def shutdown(sock):
+def shutdown(sock: socket.socket) -> None:
+    """Shut sock down for reading and writing; one already closed is left as it is."""
     try:  # the plain socket's shutdown, also for TLS: SSLSocket's would disturb the reading thread
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
     except OSError:

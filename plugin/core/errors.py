@@ -14,8 +14,9 @@ offset, as inside "Basic user:pass" or "Bearer key"), and JSON-escaped.
 import base64
 import json
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 load_translations()
 
@@ -51,7 +52,7 @@ class Secrets:
     back in. redact() replaces each of them; longest tells how much of a stream could be the
     beginning of one."""
 
-    def __init__(self, values=()):
+    def __init__(self, values: Iterable[object] = ()) -> None:
         forms = set()
         for value in values:
             if isinstance(value, str) and len(value) >= SHORTEST_SECRET:
@@ -69,7 +70,7 @@ class Secrets:
     def __bool__(self) -> bool:
         return self._pattern is not None
 
-    def redact(self, text):
+    def redact(self, text: str | None) -> str | None:
         """text with every form of every secret replaced by [redacted]."""
         if not text or self._pattern is None or not isinstance(text, str):
             return text
@@ -109,7 +110,6 @@ class Secrets:
 def secrets_in_url(url: str) -> list[str]:
     """The credentials written into an address (http://user:password@host/): the password, the
     user and password together, and a user given alone (a token in the user's place)."""
-    from urllib.parse import unquote, urlsplit
     try:
         parts = urlsplit(url or '')
         user, password = parts.username, parts.password
@@ -152,10 +152,11 @@ def secrets_in_header(value: str) -> list[str]:
 
 @lru_cache(maxsize=64)
 def secrets_of(values: tuple) -> Secrets:
+    """The Secrets of values, made once for the same values."""
     return Secrets(values)
 
 
-def redact(text, secrets):
+def redact(text: str | None, secrets: Secrets | Iterable[str]) -> str | None:
     """text with every secret in it replaced, in every form it may take (see Secrets).
     secrets: a Secrets, or the values themselves. Short strings are not treated as secrets."""
     if not text:
@@ -167,7 +168,8 @@ def redact(text, secrets):
 
 class ProviderError(Exception):
 
-    def __init__(self, sentence, provider_message='', details='', status=None, retry_after=None):
+    def __init__(self, sentence: str, provider_message: str = '', details: str = '', status: int | None = None,
+                 retry_after: float | None = None) -> None:
         self.sentence = sentence
         self.provider_message = (provider_message or '').strip()
         self.details = details
@@ -175,7 +177,8 @@ class ProviderError(Exception):
         self.retry_after = retry_after
         super().__init__(self.human())
 
-    def human(self):
+    def human(self) -> str:
+        """What the user reads: our sentence, then what the service said, when it adds anything."""
         if self.provider_message and self.provider_message not in self.sentence:
             return _('{sentence} The service said: {message}').format(
                 sentence=self.sentence, message=self.provider_message)
@@ -264,7 +267,8 @@ CONTEXT_HINTS = ('context length', 'context_length', 'context window', 'context 
 CREDIT_HINTS = ('insufficient_quota', 'quota', 'credit', 'billing', 'balance', 'payment')
 
 
-def error_for_status(status, provider, message='', code='', model='', url='', details='', retry_after=None):
+def error_for_status(status: int, provider: str, message: str = '', code: str = '', model: str = '', url: str = '',
+                     details: str = '', retry_after: float | None = None) -> ProviderError:
     """The typed error for an HTTP error status, from what the service said about it."""
     said = f'{code} {message}'.lower()
     kw = {'provider_message': message, 'details': details, 'status': status, 'retry_after': retry_after}

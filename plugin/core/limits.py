@@ -4,7 +4,7 @@ one JSON loader for peer data.
 
 Every byte from outside is hostile until bounded: each limit below is named,
 with its default and why. When one is reached, the request stops with a
-sentence (built by the providers, see providers/base.py) and what already came
+sentence (built by the providers, see providers/streaming.py) and what already came
 is kept. The limits are read as `limits.NAME` when used, so a test can lower
 one.
 
@@ -19,6 +19,7 @@ by the benchmarks.
 import json
 import re
 from itertools import accumulate
+from typing import Any
 
 # The size of one streamed answer, counted in bytes as they come off the wire
 # (text, reasoning and the format's overhead). A very long answer (100,000
@@ -65,7 +66,7 @@ ANSWER_SECONDS = 60 * 60
 class TooDeep(ValueError):
     """JSON nested deeper than the limit: not parsed."""
 
-    def __init__(self, depth: int):
+    def __init__(self, depth: int) -> None:
         super().__init__(f'JSON nested deeper than {depth} levels')
         self.depth = depth
 
@@ -73,7 +74,7 @@ class TooDeep(ValueError):
 class LineTooLong(ValueError):
     """A line of a stream longer than the limit."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int) -> None:
         super().__init__(f'a line longer than {limit} characters')
         self.limit = limit
 
@@ -103,7 +104,7 @@ def json_depth_over(text: str | bytes, limit: int) -> bool:
     return max(accumulate(map(STEP.__getitem__, brackets))) > limit
 
 
-def load_json(text: str | bytes, max_depth: int | None = None):
+def load_json(text: str | bytes, max_depth: int | None = None) -> Any:
     """The value of a JSON document from a peer. Raises ValueError when it is not JSON, and
     TooDeep (a ValueError) when it nests deeper than max_depth (default: MAX_JSON_DEPTH)."""
     limit = MAX_JSON_DEPTH if max_depth is None else max_depth

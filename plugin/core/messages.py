@@ -6,6 +6,7 @@ answer streams, then exactly one of Done or Failed. Errors travel in the
 stream as Failed, never as exceptions, so a window only ever has to read chunks.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -69,7 +70,7 @@ class Done:
     # 'stop' (the model finished), 'length' (it hit the token limit), 'cancelled' (Stop)
     finish_reason: str = 'stop'
     usage: Usage = field(default_factory=Usage)
-    web_links: tuple = ()
+    web_links: tuple[WebLink, ...] = ()
     response_id: str = ''
     reasoning_details: tuple = ()
 
@@ -79,18 +80,24 @@ class Failed:
     error: Exception
 
     @property
-    def message(self):
+    def message(self) -> str:
         return str(self.error)
+
+
+# what text_chat() yields
+Chunk = TextDelta | ReasoningDelta | Done | Failed
 
 
 class Answer:
     """Collects a stream of chunks into the finished answer."""
 
-    def __init__(self):
-        self.text_parts, self.reasoning_parts = [], []
-        self.done = self.failed = None
+    def __init__(self) -> None:
+        self.text_parts: list[str] = []
+        self.reasoning_parts: list[str] = []
+        self.done: Done | None = None
+        self.failed: Failed | None = None
 
-    def add(self, chunk):
+    def add(self, chunk: Chunk) -> Chunk:
         if isinstance(chunk, TextDelta):
             self.text_parts.append(chunk.text)
         elif isinstance(chunk, ReasoningDelta):
@@ -102,13 +109,21 @@ class Answer:
         return chunk
 
     @property
-    def text(self):
+    def text(self) -> str:
         return ''.join(self.text_parts)
 
     @property
-    def reasoning(self):
+    def reasoning(self) -> str:
         return ''.join(self.reasoning_parts)
 
-    def as_message(self):
+    def as_message(self) -> Message:
         return Message(Role.ASSISTANT, self.text, self.reasoning,
                        self.done.reasoning_details if self.done else ())
+
+
+CHARS_PER_TOKEN = 4  # a rough, provider-independent estimate
+
+
+def estimated_tokens(messages: Iterable[Message]) -> int:
+    """About how many tokens messages are (at least 1), by CHARS_PER_TOKEN."""
+    return max(1, sum(len(m.text) for m in messages) // CHARS_PER_TOKEN)

@@ -16,13 +16,14 @@ nested too deep raises TooDeep).
 """
 
 import codecs
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.limits import LineTooLong
 
 
 class SSEEvent(NamedTuple):
+    """One server-sent event: its type, its data lines joined with LF, the last id, the retry time."""
     event: str = 'message'
     data: str = ''
     id: str = ''
@@ -34,9 +35,9 @@ class LineSplitter:
     input: an unfinished line is kept as a list of its parts, and only new text is searched
     for line ends. A line longer than max_chars raises LineTooLong (a ValueError)."""
 
-    def __init__(self, max_chars: int | None = None):
+    def __init__(self, max_chars: int | None = None) -> None:
         self.decoder = codecs.getincrementaldecoder('utf-8')('replace')
-        self.pending = []       # the parts of the unfinished line; pending_chars is 0 when it is empty
+        self.pending: list[str] = []  # the parts of the unfinished line; pending_chars is 0 when it is empty
         self.pending_chars = 0
         self.at_start = True
         self.skip_lf = False    # the last read ended in a CR: an LF starting the next one ends nothing
@@ -44,6 +45,7 @@ class LineSplitter:
         self.max_chars = limits.MAX_LINE_CHARS if max_chars is None else max_chars
 
     def feed(self, data: bytes) -> list[str]:
+        """The lines these bytes complete."""
         text = self.decoder.decode(data)
         if self.begin and text:
             text = self._begin(text)
@@ -99,26 +101,27 @@ class LineSplitter:
 
 
 class SSEDecoder:
+    """Server-sent events, from the bytes of a stream as they arrive."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.lines = LineSplitter()
         self.event = ''
-        self.data = []
+        self.data: list[str] = []
         self.last_id = ''
-        self.retry = None
+        self.retry: int | None = None
 
-    def feed(self, data):
+    def feed(self, data: bytes) -> list[SSEEvent]:
         """The events completed by these bytes."""
         return self._process(self.lines.feed(data))
 
-    def close(self):
+    def close(self) -> list[SSEEvent]:
         """The end of the stream: the events its last line completes; an event not
         ended by a blank line is dropped."""
         events = self._process(self.lines.close())
         self.event, self.data = '', []
         return events
 
-    def _process(self, lines):
+    def _process(self, lines: list[str]) -> list[SSEEvent]:
         events = []
         for line in lines:
             if not line:
@@ -149,19 +152,21 @@ class SSEDecoder:
 
 
 class NDJSONDecoder:
+    """JSON values, one a line, from the bytes of a stream as they arrive."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.lines = LineSplitter()
 
-    def feed(self, data):
+    def feed(self, data: bytes) -> list[Any]:
         """The JSON values completed by these bytes. Raises ValueError on a line that is not JSON."""
         return [self._parse(ln) for ln in self.lines.feed(data) if ln.strip()]
 
-    def close(self):
+    def close(self) -> list[Any]:
+        """The end of the stream: the value on its last line, if that line has no ending."""
         return [self._parse(ln) for ln in self.lines.close() if ln.strip()]
 
     @staticmethod
-    def _parse(line):
+    def _parse(line: str) -> Any:
         try:
             return limits.load_json(line)
         except limits.TooDeep:

@@ -20,10 +20,15 @@ import os
 import pickle
 import re
 import zlib
+from collections.abc import Callable, Iterable
+from os import PathLike
 
-from calibre_plugins.bookai.grounding import extract
-from calibre_plugins.bookai.grounding.index import Index, passages
+from calibre.constants import cache_dir
+
 from calibre_plugins.bookai.core.files import set_aside, write_private
+from calibre_plugins.bookai.grounding import extract
+from calibre_plugins.bookai.grounding.formats import read_book
+from calibre_plugins.bookai.grounding.index import Index, passages
 
 CACHE_VERSION = 1  # raise when what a cache file holds changes meaning
 MAGIC = b'BOOKAI-TEXT '
@@ -31,13 +36,12 @@ SUFFIX = '.bookai'
 COMPRESSION = 6  # zlib level: 0.39 of the text against 0.46 at level 1, loading as fast
 
 
-def default_folder():
+def default_folder() -> str:
     """Where the cache lives: in calibre's cache folder."""
-    from calibre.constants import cache_dir
     return os.path.join(cache_dir(), 'bookai', 'text')
 
 
-def schema():
+def schema() -> str:
     """What the cache files are written for: CACHE_VERSION and the fields of the Book classes,
     so that a field added to Book, Chapter or Paragraph makes old files be read again."""
     fields = [f'{cls.__name__}({",".join(getattr(cls, "__dataclass_fields__", ()))})'
@@ -45,29 +49,31 @@ def schema():
     return f'{CACHE_VERSION}:' + ';'.join(fields)
 
 
-def stamp(path, st=None):
+def stamp(path: str | PathLike, st: os.stat_result | None = None) -> dict:
     """The header that ties a cache file to the state of the book file at path."""
     st = st or os.stat(path)
     return {'schema': schema(), 'size': st.st_size, 'mtime_ns': st.st_mtime_ns}
 
 
-def safe(name):
+def safe(name: object) -> str:
+    """name as a part of a file name."""
     return re.sub(r'[^A-Za-z0-9_-]', '_', str(name))[:80] or '_'
 
 
 class TextCache:
+    """The cache files under folder."""
 
-    def __init__(self, folder):
+    def __init__(self, folder: str | PathLike) -> None:
         self.folder = str(folder)
 
-    def library_folder(self, library_id):
+    def library_folder(self, library_id: str) -> str:
         return os.path.join(self.folder, safe(library_id))
 
-    def file_of(self, library_id, book_id, fmt):
+    def file_of(self, library_id: str, book_id: int, fmt: str) -> str:
         """The cache file of a book's format."""
         return os.path.join(self.library_folder(library_id), f'{int(book_id)}.{safe(fmt.upper())}{SUFFIX}')
 
-    def get(self, library_id, book_id, fmt, path):
+    def get(self, library_id: str, book_id: int, fmt: str, path: str | PathLike) -> tuple[extract.Book, Index] | None:
         """(Book, Index) of the book file at path, or None when the cache has no current copy."""
         entry = self.file_of(library_id, book_id, fmt)
         try:
@@ -88,7 +94,8 @@ class TextCache:
             return None
         return book, Index(passages(book))
 
-    def put(self, library_id, book_id, fmt, path, book, st=None):
+    def put(self, library_id: str, book_id: int, fmt: str, path: str | PathLike, book: extract.Book,
+            st: os.stat_result | None = None) -> tuple[extract.Book, Index]:
         """Keep book, read from the file at path, and return (Book, Index). st: os.stat(path)
         from before the reading began (default: now), so that a file changed while it was
         being read is read again next time. A cache that cannot be written is left as it is."""
@@ -102,31 +109,31 @@ class TextCache:
             pass
         return book, Index(passages(book))
 
-    def text_of(self, library_id, book_id, fmt, path, read=None):
+    def text_of(self, library_id: str, book_id: int, fmt: str, path: str | PathLike,
+                read: Callable[[str | PathLike], extract.Book] | None = None) -> tuple[extract.Book, Index]:
         """(Book, Index) of the book file at path: from the cache, else read with read(path)
         (default: formats.read_book, converting in this process) and kept."""
         found = self.get(library_id, book_id, fmt, path)
         if found is not None:
             return found
         if read is None:
-            from calibre_plugins.bookai.grounding.formats import read_book
-
-            def read(p):
+            def read(p: str | PathLike) -> extract.Book:
                 return read_book(p, fmt)
         st = os.stat(path)
         return self.put(library_id, book_id, fmt, path, read(path), st)
 
-    def drop(self, library_id, book_id):
+    def drop(self, library_id: str, book_id: int) -> int:
         """Forget every format of a book."""
         prefix = f'{int(book_id)}.'
         return self.remove_where(library_id, lambda name: name.startswith(prefix))
 
-    def prune(self, library_id, existing_book_ids):
+    def prune(self, library_id: str, existing_book_ids: Iterable[int]) -> int:
         """Forget the books of a library that are no longer in it; returns how many files went."""
         keep = {str(int(i)) for i in existing_book_ids}
         return self.remove_where(library_id, lambda name: name.partition('.')[0] not in keep)
 
-    def remove_where(self, library_id, condition):
+    def remove_where(self, library_id: str, condition: Callable[[str], bool]) -> int:
+        """Remove the cache files of a library whose names meet condition; how many went."""
         folder = self.library_folder(library_id)
         try:
             names = os.listdir(folder)

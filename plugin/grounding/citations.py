@@ -4,13 +4,18 @@ each tied to the passage sent as number n, with its chapter and position. A numb
 that was not sent is flagged, never shown as a real citation."""
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.grounding.scopes import Excerpt
 
 # the ways a model cites passage n: [n] and [n, m] as it is asked to, and "passage n"
 MARKERS = re.compile(r'\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]|\b[Pp]assages?\s+(\d{1,3}(?:\s*(?:,|and)\s*\d{1,3})*)\b')
 
 
-def cited_numbers(answer):
+def cited_numbers(answer: str) -> Iterator[int]:
     """The passage numbers answer cites, each once, in the order they are first cited."""
     seen = set()
     for m in MARKERS.finditer(answer or ''):
@@ -20,7 +25,7 @@ def cited_numbers(answer):
                 yield number
 
 
-def linked(text, cite):
+def linked(text: str, cite: Callable[[int], str]) -> str:
     """text with the number of each citation through cite(number) -> str."""
     def replace(m):
         i = next(i for i, g in enumerate(m.groups(), 1) if g)
@@ -39,7 +44,7 @@ class Citation:
     text: str = ''
 
 
-def citations(answer, excerpt):
+def citations(answer: str, excerpt: 'Excerpt') -> list[Citation]:
     """The distinct citations in answer, in the order they first appear."""
     book_length = excerpt.book_length
     found = []

@@ -22,7 +22,10 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from os import PathLike
 from urllib.parse import unquote, urldefrag
+
+from lxml import etree
 
 load_translations()
 
@@ -45,6 +48,8 @@ MAX_REPARSED_DEPTH = 10_000           # a file deeper than libxml2 reads is pars
 TAG = re.compile(rb'<(/?)[A-Za-z][^<>]*?(/?)>')
 READ_PIECE = 256 * 1024               # unpacked in pieces of this size, each counted
 
+Steps = tuple[int, ...]  # where an element is, as the E-book viewer's CFI steps
+
 
 class UnreadableBook(ValueError):
     """A book that cannot be read, with why in words."""
@@ -55,7 +60,7 @@ class Paragraph:
     chapter: int        # index into Book.chapters
     start: int          # character offset in the book's text
     text: str
-    path: tuple = ()    # where its element is, as the E-book viewer's CFI steps: (spine, 2, 4, ...)
+    path: Steps = ()    # where its element is, as the E-book viewer's CFI steps: (spine, 2, 4, ...)
 
 
 @dataclass(frozen=True)
@@ -66,16 +71,16 @@ class Chapter:
 
 @dataclass
 class Book:
-    chapters: list
-    paragraphs: list
-    skipped: list = field(default_factory=list)  # names of chapter files left out: missing or not XML
+    chapters: list[Chapter]
+    paragraphs: list[Paragraph]
+    skipped: list[str] = field(default_factory=list)  # names of chapter files left out: missing or not XML
 
     @property
-    def length(self):
+    def length(self) -> int:
         last = self.paragraphs[-1] if self.paragraphs else None
         return last.start + len(last.text) if last else 0
 
-    def fraction(self, offset):
+    def fraction(self, offset: int) -> float:
         return offset / self.length if self.length else 0.0
 
     def skipped_note(self) -> str:
@@ -85,7 +90,7 @@ class Book:
         return _('Some chapters of this book could not be read and were left out: {files}').format(
             files=', '.join(self.skipped[:10]) + (' …' if len(self.skipped) > 10 else ''))
 
-    def offset_of_cfi(self, cfi):
+    def offset_of_cfi(self, cfi: str) -> int | None:
         """The character offset of a place the E-book viewer gave as a CFI (its reading
         position, say "epubcfi(/8/2/4/12/2/1:52)"), or None when it is not one."""
         steps, char = parse_cfi(cfi)
@@ -99,12 +104,12 @@ class Book:
         inside = steps[:len(p.path)] == p.path
         return p.start + (min(char, len(p.text)) if inside else len(p.text))
 
-    def cfi_at(self, offset):
+    def cfi_at(self, offset: int) -> str | None:
         """A CFI for the paragraph holding offset, for the E-book viewer to go to."""
         p = next((p for p in reversed(self.paragraphs) if p.start <= offset), None)
         return 'epubcfi(/' + '/'.join(map(str, p.path)) + ')' if p is not None and p.path else None
 
-    def chapter_at(self, offset):
+    def chapter_at(self, offset: int) -> Chapter | None:
         """The chapter holding offset (the last one starting at or before it)."""
         found = 0
         for i, ch in enumerate(self.chapters):
@@ -116,7 +121,7 @@ class Book:
 CFI = re.compile(r'^epubcfi\((/[^)]*)\)$')
 
 
-def parse_cfi(cfi):
+def parse_cfi(cfi: str | None) -> tuple[Steps, int]:
     """The element steps of a CFI as a tuple of ints, and the character offset at its end
     (0 when none). Id assertions ([id]) and spatial offsets (@x:y) are dropped; text-node
     steps (odd numbers) end the element path."""
@@ -140,9 +145,8 @@ DEFLATE64 = 9  # the zip compression method some Windows tools use, which Python
 METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 
 
-def read_epub(path) -> Book:
+def read_epub(path: str | PathLike) -> Book:
     """The Book in an EPUB (or KEPUB) file. Raises UnreadableBook."""
-    from lxml import etree
     try:
         with zipfile.ZipFile(path) as zf:
             if len(zf.infolist()) > MAX_MEMBERS:
@@ -157,7 +161,7 @@ def read_epub(path) -> Book:
         raise UnreadableBook(_('{path} could not be read as an EPUB: {error}').format(path=path, error=e)) from None
 
 
-def too_big(path, member: str | None = None) -> UnreadableBook:
+def too_big(path: str | PathLike, member: str | None = None) -> UnreadableBook:
     """The UnreadableBook for a book, or one file of it, that unpacks to more than the limit."""
     if member is None:
         return UnreadableBook(_('{path} could not be read: it unpacks to more than {limit} MB, the most Book AI '
@@ -167,7 +171,7 @@ def too_big(path, member: str | None = None) -> UnreadableBook:
                                                                  limit=MAX_MEMBER_BYTES // 2**20))
 
 
-def check_methods(zf, path):
+def check_methods(zf: zipfile.ZipFile, path: str | PathLike) -> None:
     """Deflate64 members are read with the zipfile-deflate64 package where calibre's Python has
     it; otherwise, and for any other unknown method, say which file and why."""
     odd = [i for i in zf.infolist() if i.compress_type not in METHODS]
@@ -175,7 +179,7 @@ def check_methods(zf, path):
         return
     if all(i.compress_type == DEFLATE64 for i in odd):
         try:
-            import zipfile_deflate64  # noqa: F401 (teaches zipfile Deflate64 when it is there)
+            import zipfile_deflate64  # noqa: F401 (teaches zipfile Deflate64 when it is there: not every calibre has it)
             return
         except ImportError:
             pass
@@ -186,8 +190,9 @@ def check_methods(zf, path):
 
 
 class EpubReader:
+    """Reads the Book in an open EPUB, counting what it unpacks against the limits."""
 
-    def __init__(self, zf: zipfile.ZipFile, path='') -> None:
+    def __init__(self, zf: zipfile.ZipFile, path: str | PathLike = '') -> None:
         self.zf = zf
         self.path = path
         self.unpacked = 0  # bytes unpacked so far, from all files
@@ -245,9 +250,8 @@ class EpubReader:
         if size != info.file_size or crc != info.CRC:
             raise zipfile.BadZipFile(f'Bad CRC-32 for file {info.filename!r}')
 
-    def xml(self, name: str, data: bytes | None = None):
+    def xml(self, name: str, data: bytes | None = None) -> etree._Element | None:
         """The root element of the XML file name; None when it holds no XML at all."""
-        from lxml import etree
         parser = etree.XMLParser(recover=True, resolve_entities=False, no_network=True, huge_tree=True)
         try:
             return etree.fromstring(self.read(name) if data is None else data, parser=parser)
@@ -256,7 +260,7 @@ class EpubReader:
         finally:
             self.too_deep = any('Excessive depth' in e.message for e in parser.error_log)
 
-    def chapter(self, name: str):
+    def chapter(self, name: str) -> etree._Element | None:
         """The root element of the XHTML file name; None when it is missing or holds no XML.
         libxml2 stops at a depth of elements (256, or 2048 in newer versions even with
         huge_tree) and drops the rest of the file: such a file is parsed again as HTML by
@@ -272,7 +276,7 @@ class EpubReader:
             root = None
             if deepest(data) <= MAX_REPARSED_DEPTH:
                 try:
-                    from html5_parser import parse
+                    from html5_parser import parse  # for the rare file too deep for libxml2 only
                     root = parse(data, maybe_xhtml=True, keep_doctype=False)
                 except Exception:  # not HTML either
                     pass
@@ -325,17 +329,16 @@ class EpubReader:
                 offset += len(text) + 1
         return Book(chapters, paragraphs, skipped)
 
-    def table_of_contents(self, name: str):
+    def table_of_contents(self, name: str) -> etree._Element:
         """The root of the table of contents name; an empty one when it is missing or not XML:
         chapters are then named from their first lines, as for a book without one."""
-        from lxml import etree
         try:
             root = self.xml(name)
         except KeyError:
             root = None
         return etree.Element('empty') if root is None else root
 
-    def toc_titles(self, opf, manifest):
+    def toc_titles(self, opf: etree._Element, manifest: dict[str, tuple[str, str, str]]) -> dict[str, str]:
         """{file name: title of the first table-of-contents entry pointing into it}."""
         nav = next((href for href, mt, props in manifest.values() if 'nav' in props.split()), None)
         ncx_id = (opf.xpath('//*[local-name()="spine"]/@toc') or [''])[0]
@@ -371,7 +374,7 @@ def deepest(data: bytes) -> int:
     return most
 
 
-def block_texts(root, path=()):
+def block_texts(root: etree._Element, path: Steps = ()) -> Iterator[tuple[str, Steps]]:
     """(text, CFI steps of its element) for each paragraph-like block of an XHTML document,
     in order; path: the steps of the document's root element."""
     for step, el in element_children(root):
@@ -380,16 +383,17 @@ def block_texts(root, path=()):
             return
 
 
-def element_children(el):
+def element_children(el: etree._Element) -> Iterator[tuple[int, etree._Element]]:
     """(CFI step, child) for each child element: 2, 4, 6, ... (comments and the like do not count)."""
     return ((2 * (i + 1), c) for i, c in enumerate(c for c in el if isinstance(c.tag, str)))
 
 
-def local(tag):
+def local(tag: object) -> str:
+    """A tag's name without its namespace, lower case; '' for a comment and the like."""
     return tag.rpartition('}')[2].lower() if isinstance(tag, str) else ''
 
 
-def walk(el, path: tuple) -> Iterator[tuple[str, tuple]]:
+def walk(el: etree._Element, path: Steps) -> Iterator[tuple[str, Steps]]:
     """(text, steps) for each block under el, in document order; without recursion, so that
     however deep a book nests its elements the stack does not overflow. Below MAX_DEPTH an
     element is read as one block, with all it holds."""
@@ -423,7 +427,7 @@ def walk(el, path: tuple) -> Iterator[tuple[str, tuple]]:
             yield ' '.join(el.text.split()), path
 
 
-def text_of(el) -> str:
+def text_of(el: etree._Element) -> str:
     """The text of el and all it holds, on one line: a line break or a block inside it
     becomes a space (not nothing: "one<br/>two" is two words); scripts, styles and
     comments give nothing. Without recursion."""

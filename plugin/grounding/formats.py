@@ -7,6 +7,9 @@ In calibre the conversion runs as a calibre job (progress in the Jobs panel,
 cancellable): conversion_job() gives the job's function and arguments, converted_path()
 where its EPUB goes, job_error() the words for a job that failed. On the command line
 and in tests it runs in this process: convert_to_epub(), or read_book() for both steps.
+
+calibre's input plugins and conversion pipeline are imported when first needed: an EPUB,
+the common case, is read without them.
 """
 
 import contextlib
@@ -15,8 +18,14 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Iterable
+from os import PathLike
+from typing import TYPE_CHECKING
 
-from calibre_plugins.bookai.grounding.extract import UnreadableBook, read_epub
+from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook, read_epub
+
+if TYPE_CHECKING:
+    from calibre.utils.logging import Log
 
 load_translations()
 
@@ -28,13 +37,13 @@ NOT_TEXT = frozenset(('CBZ', 'CBR', 'CB7', 'CBC', 'RECIPE', 'DOWNLOADED_RECIPE')
 JOB_FUNCTION = 'gui_convert'  # calibre's own conversion job (calibre.gui2.convert.gui_conversion)
 
 
-def convertible_formats():
+def convertible_formats() -> set[str]:
     """The input formats calibre can convert here, upper case."""
-    from calibre.customize.ui import available_input_formats
+    from calibre.customize.ui import available_input_formats  # late: see the module's docstring
     return {f.upper() for f in available_input_formats()}
 
 
-def choose_format(formats):
+def choose_format(formats: Iterable[str] | None) -> str | None:
     """The format to read a book's text from, given the book's formats; None when none holds
     readable text (no formats, or only pictures)."""
     have = {f.upper() for f in formats or ()}
@@ -45,11 +54,11 @@ def choose_format(formats):
     return others[0] if others else None
 
 
-def conversion_recommendations():
+def conversion_recommendations() -> list[tuple[str, bool, int]]:
     """calibre's conversion options for an EPUB read only for its text: no cover page, no
     images where the input format can leave them out; the table of contents and chapter
     detection keep calibre's defaults."""
-    from calibre.customize.conversion import OptionRecommendation
+    from calibre.customize.conversion import OptionRecommendation  # late: see the module's docstring
     high = OptionRecommendation.HIGH
     return [
         ('no_default_epub_cover', True, high),   # no cover drawn when the book has none
@@ -59,26 +68,26 @@ def conversion_recommendations():
     ]
 
 
-def conversion_job(src, dest):
+def conversion_job(src: str | PathLike, dest: str | PathLike) -> tuple[str, list]:
     """The calibre job that converts src to the EPUB dest for reading: (function name,
     arguments), for gui.job_manager.run_job(Dispatcher(done), name, args=args, description=...).
     When the job is done, read dest with read_epub()."""
     return JOB_FUNCTION, [str(src), str(dest), conversion_recommendations()]
 
 
-def converted_path(workdir, src):
+def converted_path(workdir: str | PathLike, src: str | PathLike) -> str:
     """Where the EPUB converted from src goes in workdir: its name with .epub added (book.azw3.epub),
     so that it never is a book's own EPUB, even in the book's folder."""
     return os.path.join(str(workdir), os.path.basename(str(src)) + '.epub')
 
 
-def convert_to_epub(src, dest, log=None):
+def convert_to_epub(src: str | PathLike, dest: str | PathLike, log: 'Log | None' = None) -> None:
     """Convert src to the EPUB dest with calibre's conversion, in this process (what the
     calibre job of conversion_job() does in a worker). log: a calibre Log; by default
     calibre's messages are kept in memory, and its last line is the reason given when
     calibre's error has no words of its own. What calibre prints is kept off standard
     output. Raises UnreadableBook."""
-    from calibre.ebooks.conversion.plumber import Plumber
+    from calibre.ebooks.conversion.plumber import Plumber  # late: see the module's docstring
     from calibre.utils.logging import Log, Stream
     if log is None:
         log = Log()
@@ -94,15 +103,15 @@ def convert_to_epub(src, dest, log=None):
         raise not_converted(src, _('calibre made no EPUB of it.'))
 
 
-def not_converted(src, reason):
+def not_converted(src: str | PathLike, reason: str | None) -> UnreadableBook:
     """The UnreadableBook for src, with calibre's reason (HTML and all) in plain words."""
     reason = ' '.join(re.sub(r'<[^>]+>', ' ', reason or '').split()) or _('calibre stopped without saying why.')
     return UnreadableBook(_('{path} could not be converted for reading: {reason}').format(path=src, reason=reason))
 
 
-def reason_of(error):
+def reason_of(error: Exception) -> str:
     """Why a conversion failed, in calibre's words."""
-    from calibre.ebooks import DRMError
+    from calibre.ebooks import DRMError  # late: see the module's docstring
     from calibre.ebooks.conversion import ConversionUserFeedBack
     if isinstance(error, DRMError):
         return _('it is locked with DRM.')
@@ -111,7 +120,7 @@ def reason_of(error):
     return str(error)
 
 
-def last_line(log):
+def last_line(log: 'Log') -> str:
     """The last line of calibre's in-memory log, if it has one."""
     for output in getattr(log, 'outputs', ()):
         stream = getattr(output, 'stream', None)
@@ -121,7 +130,7 @@ def last_line(log):
     return ''
 
 
-def job_error(src, details):
+def job_error(src: str | PathLike, details: str | None) -> UnreadableBook:
     """The UnreadableBook for a failed conversion job of src, from the job's log (job.details):
     calibre's reason in words (the exception the worker ended with), not the traceback."""
     details = details or ''
@@ -136,7 +145,7 @@ def job_error(src, details):
     return not_converted(src, message or name.rpartition('.')[2])
 
 
-def feedback_text(message):
+def feedback_text(message: str) -> str:
     """The words of a ConversionUserFeedBack, which the worker's log shows as JSON."""
     try:
         feedback = json.loads(message)
@@ -145,7 +154,7 @@ def feedback_text(message):
         return message
 
 
-def read_book(path, fmt, workdir=None):
+def read_book(path: str | PathLike, fmt: str, workdir: str | PathLike | None = None) -> Book:
     """The Book in path, a file of format fmt: EPUB and KEPUB read directly, any other
     format converted to an EPUB in workdir first (a temporary folder, removed after,
     when workdir is None). Raises UnreadableBook."""

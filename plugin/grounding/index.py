@@ -11,6 +11,10 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.grounding.extract import Book
 
 PASSAGE_WORDS = 120
 K1, B = 1.2, 0.75
@@ -20,7 +24,8 @@ STOP = frozenset('''a an and are as at be but by for from has have he her his i 
 their them they this to was were what when where which who why will with you your about how does did do'''.split())
 
 
-def words(text):
+def words(text: str) -> list[str]:
+    """The words of text that tell passages apart, lower case."""
     return [w for w in WORD.findall(text.lower()) if w not in STOP]
 
 
@@ -33,11 +38,11 @@ class Passage:
     text: str
 
 
-def passages(book, size=PASSAGE_WORDS):
+def passages(book: 'Book', size: int = PASSAGE_WORDS) -> list[Passage]:
     """The book's paragraphs grouped into passages of about size words, within chapters."""
     out, current, count = [], [], 0
 
-    def close():
+    def close() -> None:
         if current:
             first, last = current[0], current[-1]
             out.append(Passage(len(out), first.chapter, first.start, last.start + len(last.text),
@@ -54,8 +59,9 @@ def passages(book, size=PASSAGE_WORDS):
 
 
 class Index:
+    """The BM25 ranking of a book's passages."""
 
-    def __init__(self, passages):
+    def __init__(self, passages: list[Passage]) -> None:
         self.passages = passages
         self.terms = [Counter(words(p.text)) for p in passages]
         self.lengths = [sum(t.values()) for t in self.terms]
@@ -66,7 +72,7 @@ class Index:
         n = len(passages)
         self.idf = {w: math.log(1 + (n - f + 0.5) / (f + 0.5)) for w, f in df.items()}
 
-    def search(self, question, k=5, until=None):
+    def search(self, question: str, k: int = 5, until: int | None = None) -> list[Passage]:
         """The k passages that best match question, best first; with until, only passages that
         end at or before that character offset."""
         query = set(words(question))

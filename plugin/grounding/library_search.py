@@ -7,20 +7,25 @@ user turns indexing on for the library. A question in words becomes a safe
 query (its words, each quoted, OR'ed: nothing the user types is FTS syntax);
 the index ranks the book files; the best few are read with their matches marked,
 and the paragraphs richest in the question's words, with their neighbours when
-short, become the passages, a few per book, within a token budget. They go into
-the question's message delimited as data, each naming its book, and the model
-cites them as [n] (as for one book's passages: scopes.grounding_instructions).
+short, become the passages, a few per book, within a token budget: a
+LibraryExcerpt. conversation.prompts puts them into the question's message,
+delimited as data, each naming its book, and the model cites them as [n], which
+library_citations() reads back.
 """
 
 import math
 import re
 from bisect import bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from calibre_plugins.bookai.conversation.conversation import CHARS_PER_TOKEN
+from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN
 from calibre_plugins.bookai.grounding.citations import cited_numbers
 from calibre_plugins.bookai.grounding.index import STOP
-from calibre_plugins.bookai.grounding.scopes import numbered_block
+
+if TYPE_CHECKING:
+    from calibre.db.cache import Cache
 
 load_translations()
 
@@ -47,12 +52,12 @@ class LibraryPassage:
     """Text of one book that matched a question."""
     book_id: int
     title: str
-    authors: tuple
+    authors: tuple[str, ...]
     format: str             # of the book file the index read ('EPUB', 'PDF', ...)
     text: str
     start: int              # character offsets in that file's indexed text
     end: int
-    words: tuple = ()       # the matched words in it, as the book spells them (lower case)
+    words: tuple[str, ...] = ()  # the matched words in it, as the book spells them (lower case)
 
 
 @dataclass(frozen=True)
@@ -60,15 +65,15 @@ class LibraryExcerpt:
     """The passages sent with a question about the library, numbered from 1 in the prompt."""
     question: str
     query: str              # the full-text query they were found with ('' if the question has no word to search)
-    passages: tuple         # LibraryPassage
+    passages: tuple[LibraryPassage, ...]
     matched_books: int = 0  # how many books the index matched (the best ranked were read)
 
     @property
-    def book_ids(self):
+    def book_ids(self) -> tuple[int, ...]:
         """The books the passages come from, in the order they first appear."""
         return tuple(dict.fromkeys(p.book_id for p in self.passages))
 
-    def passage(self, number):
+    def passage(self, number: int) -> LibraryPassage | None:
         """Passage number n (from 1), or None when no such passage was sent."""
         return self.passages[number - 1] if 0 < number <= len(self.passages) else None
 
@@ -89,7 +94,7 @@ class LibrarySearchError(Exception):
 
 # the index {{{
 
-def fts_available(db):
+def fts_available(db: 'Cache') -> bool:
     """True when the library (db: its new_api) has full-text indexing turned on."""
     try:
         return bool(db.is_fts_enabled())
@@ -97,7 +102,7 @@ def fts_available(db):
         return False
 
 
-def indexing_left(db):
+def indexing_left(db: 'Cache') -> tuple[int, int]:
     """(book files not indexed yet, book files in all) of a library with indexing on."""
     try:
         left, total = db.fts_indexing_progress()[:2]
@@ -106,14 +111,15 @@ def indexing_left(db):
     return max(0, left or 0), max(0, total or 0)
 
 
-def not_enabled_message(db=None):
+def not_enabled_message(db: 'Cache | None' = None) -> str:
+    """Why the library cannot be searched, and how to turn its full-text index on."""
     path = getattr(getattr(db, 'backend', None), 'library_path', '') or _('LIBRARY')
     return _('This library has no full-text index: turn it on in calibre with "Search full text" (the icon at the '
              'left end of the search bar, or Ctrl+/) by ticking "Index books in this library to allow searching '
              'their full text", or with: calibredb fts_index enable --with-library "{path}".').format(path=path)
 
 
-def fts_message(db):
+def fts_message(db: 'Cache') -> str:
     """What keeps the library's full-text index from finding everything, in words; '' when nothing does."""
     if not fts_available(db):
         return not_enabled_message(db)
@@ -128,7 +134,7 @@ def fts_message(db):
 
 # the question as a query {{{
 
-def query_terms(question):
+def query_terms(question: str) -> list[str]:
     """The words of a question worth searching for, lower case, each once, in order."""
     terms = []
     for w in WORD.findall((question or '').lower()):
@@ -138,7 +144,7 @@ def query_terms(question):
     return terms[:MAX_TERMS]
 
 
-def fts_query(question):
+def fts_query(question: str) -> str:
     """An FTS5 query that finds any of the question's words: '"lighthouse" OR "keeper"'. The
     words hold letters and digits only, and each is quoted, so no question is a syntax error."""
     return ' OR '.join(f'"{w}"' for w in query_terms(question))
@@ -146,7 +152,8 @@ def fts_query(question):
 # }}}
 
 
-def library_excerpt(db, question, book_ids=None, budget=DEFAULT_BUDGET):
+def library_excerpt(db: 'Cache', question: str, book_ids: Iterable[int] | None = None,
+                    budget: int = DEFAULT_BUDGET) -> LibraryExcerpt:
     """The passages of the library's books (db: its new_api) that best match question,
     from the books in book_ids only when given, within budget tokens. Raises
     LibrarySearchError when the library has no full-text index."""
@@ -169,7 +176,7 @@ def library_excerpt(db, question, book_ids=None, budget=DEFAULT_BUDGET):
     return LibraryExcerpt(question, query, fit_budget(per_book, budget), len(ranked))
 
 
-def ranked_files(db, query, restrict):
+def ranked_files(db: 'Cache', query: str, restrict: set[int] | None) -> list[tuple[int, str]]:
     """(book id, format) of the best matching file of each matching book, best book first."""
     rows = db.fts_search(query, restrict_to_book_ids=restrict, return_text=False, result_type=list)
     best = {}
@@ -178,7 +185,7 @@ def ranked_files(db, query, restrict):
     return list(best.items())
 
 
-def marked_texts(db, query, files):
+def marked_texts(db: 'Cache', query: str, files: list[tuple[int, str]]) -> dict[tuple[int, str], str]:
     """{(book id, format): the file's whole indexed text with every match marked}."""
     if not files:
         return {}
@@ -192,13 +199,14 @@ def marked_texts(db, query, files):
     return {(r['book_id'], r['format']): r['text'] for r in rows if r is not None}
 
 
-def book_names(db, book_id):
+def book_names(db: 'Cache', book_id: int) -> tuple[str, tuple[str, ...]]:
+    """The book's title and authors."""
     return db.field_for('title', book_id) or _('Unknown'), tuple(db.field_for('authors', book_id) or ())
 
 
 # passages of one book {{{
 
-def unmark(marked):
+def unmark(marked: str) -> tuple[str, list[tuple[int, int, str]]]:
     """(text, hits): the text without the marks, and (start, end, word) of each match."""
     parts, hits, at, shift = [], [], 0, 0
     for m in HIT.finditer(marked):
@@ -213,7 +221,7 @@ def unmark(marked):
     return ''.join(parts), hits
 
 
-def paragraphs(text):
+def paragraphs(text: str) -> list[tuple[int, int]]:
     """(start, end) of each paragraph of the text."""
     spans, at = [], 0
     for m in BLANK_LINE.finditer(text):
@@ -225,7 +233,7 @@ def paragraphs(text):
     return spans
 
 
-def best_passages(marked, count=PER_BOOK):
+def best_passages(marked: str, count: int = PER_BOOK) -> list[tuple[int, int, str, tuple[str, ...]]]:
     """(start, end, text, words) of the count passages of a book's marked text that hold the
     most of the question's rarer words, best first, none overlapping."""
     text, hits = unmark(marked)
@@ -261,7 +269,7 @@ def best_passages(marked, count=PER_BOOK):
     return chosen
 
 
-def word_weights(hits):
+def word_weights(hits: list[tuple[int, int, str]]) -> dict[str, float]:
     """Each matched word's weight: the rarer in the book, the more a passage holding it counts."""
     counts = {}
     for h in hits:
@@ -270,7 +278,8 @@ def word_weights(hits):
     return {w: math.log(1 + total / n) for w, n in counts.items()}
 
 
-def densest_window(start, end, hits, weights, size=PASSAGE_CHARS):
+def densest_window(start: int, end: int, hits: list[tuple[int, int, str]], weights: dict[str, float],
+                   size: int = PASSAGE_CHARS) -> tuple[int, int]:
     """(start, end) of the stretch of size characters of a long paragraph (from start to end)
     whose distinct matched words weigh the most (hits: in the order of the text)."""
     counts, score, j = {}, 0.0, 0
@@ -290,7 +299,7 @@ def densest_window(start, end, hits, weights, size=PASSAGE_CHARS):
     return lo, min(end, lo + size)
 
 
-def with_neighbours(paras, i):
+def with_neighbours(paras: list[tuple[int, int]], i: int) -> tuple[int, int]:
     """(start, end) of paragraph i, with the paragraphs around it while it is short."""
     first = last = i
     while paras[last][1] - paras[first][0] < SHORT_CHARS:
@@ -304,7 +313,7 @@ def with_neighbours(paras, i):
     return paras[first][0], paras[last][1]
 
 
-def passage_text(text, start, end, cut_start=False, cut_end=False):
+def passage_text(text: str, start: int, end: int, cut_start: bool = False, cut_end: bool = False) -> str:
     """The passage's text: its paragraphs one a line, whitespace within them made single spaces;
     where it cuts a paragraph, it cuts at a word and says so with "…"."""
     if cut_start:
@@ -319,7 +328,7 @@ def passage_text(text, start, end, cut_start=False, cut_end=False):
 # }}}
 
 
-def fit_budget(per_book, budget):
+def fit_budget(per_book: list[list[LibraryPassage]], budget: int) -> tuple[LibraryPassage, ...]:
     """The passages that fit in budget tokens: each book's best first, then each one's second
     best, and so on; in the prompt, a book's passages together and in the book's order."""
     kept, used = [], 0
@@ -334,24 +343,9 @@ def fit_budget(per_book, budget):
     return tuple(sorted(kept, key=lambda p: (order[p.book_id], p.start)))
 
 
-# the prompt and citations {{{
+# citations {{{
 
-def library_instructions():
-    """What the passages are, said before them in the question's message (English, as the prompts are)."""
-    return ('These passages were found by a full-text search of the books in my library. Each names the book '
-            'it comes from; cite each one you use as [n], with its number.')
-
-
-def library_block(ex):
-    """The passages as they go into the question's message: what they are, then numbered and
-    delimited as data (scopes.numbered_block), each naming its book; '' when there are none."""
-    if not ex.passages:
-        return ''
-    return library_instructions() + '\n' + numbered_block(
-        (f'{p.title}, by {" & ".join(p.authors)}' if p.authors else p.title, p.text) for p in ex.passages)
-
-
-def library_citations(answer, ex):
+def library_citations(answer: str, ex: LibraryExcerpt) -> list[LibraryCitation]:
     """The distinct [n] citations in answer, in the order they first appear, each tied to
     the book and text of passage n; a number that was not sent is flagged (sent=False)."""
     found = []

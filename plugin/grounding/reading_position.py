@@ -12,15 +12,20 @@ import json
 import os
 from datetime import datetime
 from hashlib import sha256
+from typing import TYPE_CHECKING
+
+from calibre.constants import config_dir
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.grounding.extract import Book
 
 
-def viewer_annotations_file(path):
+def viewer_annotations_file(path: str) -> str:
     """The E-book viewer's annotations file for the book file at path."""
-    from calibre.constants import config_dir
     return os.path.join(config_dir, 'viewer', 'annots', sha256(path.encode('utf-8')).hexdigest() + '.json')
 
 
-def saved_position(path, book):
+def saved_position(path: str, book: 'Book') -> float | None:
     """The reader's last-read position in the book file at path, as a fraction of book (the
     extract.Book read from it), or None when the viewer has none for it."""
     try:
@@ -37,7 +42,8 @@ def saved_position(path, book):
     return max(places)[1] if places else None
 
 
-def epoch(timestamp):
+def epoch(timestamp: object) -> float:
+    """A saved ISO timestamp in seconds since the epoch; 0.0 when it is not one."""
     try:
         return datetime.fromisoformat(str(timestamp).replace('Z', '+00:00')).timestamp()
     except ValueError:

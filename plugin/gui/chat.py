@@ -13,11 +13,18 @@ link_activated signal, http and https ones open in the browser only when
 clicked, and the document never loads a resource from anywhere.
 """
 
+from collections.abc import Callable, Sequence
 from html import escape
+from typing import TYPE_CHECKING
 
-from qt.core import QFrame, QTextBlockFormat, QTextBrowser, QTextCharFormat, QTextCursor, QTimer, pyqtSignal
+from qt.core import (
+    QFrame, QTextBlockFormat, QTextBrowser, QTextCharFormat, QTextCursor, QTimer, QUrl, QWidget, pyqtSignal,
+)
 
 from calibre_plugins.bookai.conversation.render import markdown_to_html, renderer, stable_end
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.conversation.conversation import Turn
 
 load_translations()
 
@@ -26,19 +33,20 @@ ERROR_COLOR = '#c0392b'
 MUTED_COLOR = '#7f8c8d'
 
 
-def link(target, text, title=''):
+def link(target: str, text: str, title: str = '') -> str:
+    """One of our links (bookai:target), as HTML."""
     t = f' title="{escape(title)}"' if title else ''
     return f'<a href="bookai:{target}"{t} style="text-decoration:none">{escape(text)}</a>'
 
 
-def question_html(text, note=''):
+def question_html(text: str, note: str = '') -> str:
     body = escape(text).replace('\n', '<br>')
     note = f'<p style="margin-top:0; color:{MUTED_COLOR}"><i>{escape(note)}</i></p>' if note else ''
     return (f'<p style="margin-top:14px; margin-bottom:4px"><b>{escape(_("You"))}</b></p>'
             f'<p style="margin-top:0">{body}</p>{note}')
 
 
-def sent_note(turn):
+def sent_note(turn: 'Turn') -> str:
     """What of the book went with a question, in words ('' for nothing)."""
     if not turn.places:
         return ''
@@ -50,29 +58,30 @@ def sent_note(turn):
     return _('Sent with passages of the book: {count}.').format(count=count)
 
 
-def header_html(text):
+def header_html(text: str) -> str:
     return f'<p style="margin-top:10px; margin-bottom:4px"><b>{escape(text)}</b></p>'
 
 
-def muted_html(text):
+def muted_html(text: str) -> str:
     return f'<p style="color:{MUTED_COLOR}"><i>{escape(text)}</i></p>'
 
 
 class ChatView(QTextBrowser):
+    """The conversation, as it is read and as an answer streams into it."""
 
     link_activated = pyqtSignal(str, int)  # what ('copy', 'reasoning', 'save', 'retry', 'settings'), turn index
     citation_activated = pyqtSignal(int, int)  # turn index, passage number
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.anchorClicked.connect(self.on_link)
         self.document().setUndoRedoEnabled(False)  # read-only: no undo history growing with every update
-        self.reasoning_shown = set()
+        self.reasoning_shown: set[int] = set()
         self.save_text = ''  # the Save link under each reply ('' for none)
-        self.stream = None
+        self.stream: Stream | None = None
         self.flush_timer = t = QTimer(self)
         t.setSingleShot(True)
         t.setInterval(FLUSH_INTERVAL)
@@ -80,10 +89,10 @@ class ChatView(QTextBrowser):
         renderer()  # python-markdown is loaded with the window, not during the first answer
 
     # nothing is ever fetched: not a remote image, not a local file
-    def loadResource(self, kind, url):
+    def loadResource(self, kind: int, url: QUrl) -> None:
         return None
 
-    def on_link(self, url):
+    def on_link(self, url: QUrl) -> None:
         if url.scheme() == 'bookai':
             what, _sep, index = url.path().partition('/')
             if what == 'cite':
@@ -93,12 +102,12 @@ class ChatView(QTextBrowser):
                 return
             self.link_activated.emit(what, int(index) if index.isdigit() else -1)
         elif url.scheme() in ('http', 'https', 'mailto'):
-            from calibre.gui2 import open_url
+            from calibre.gui2 import open_url  # late: calibre's GUI package, whose open_url tests replace
             open_url(url)
 
     # the whole conversation {{{
 
-    def show_conversation(self, turns, assistant, intro_html=''):
+    def show_conversation(self, turns: Sequence['Turn'], assistant: str, intro_html: str = '') -> None:
         """Render everything (on opening, and when a reply's reasoning is shown or hidden)."""
         self.stop_stream()
         parts = [intro_html] if intro_html else []
@@ -108,7 +117,7 @@ class ChatView(QTextBrowser):
         self.setHtml(''.join(parts))
         self.scroll_to_bottom()
 
-    def turn_answer_html(self, index, turn, assistant):
+    def turn_answer_html(self, index: int, turn: 'Turn', assistant: str) -> str:
         parts = [header_html(turn.model or assistant)]
         if turn.reasoning and index in self.reasoning_shown:
             parts.append(f'<blockquote style="color:{MUTED_COLOR}">{markdown_to_html(turn.reasoning)}</blockquote>')
@@ -117,7 +126,7 @@ class ChatView(QTextBrowser):
         parts.append(self.turn_footer_html(index, turn))
         return ''.join(parts)
 
-    def turn_footer_html(self, index, turn):
+    def turn_footer_html(self, index: int, turn: 'Turn') -> str:
         """What follows an answer: how it ended when that is worth saying, an error, the links."""
         parts = []
         if turn.finish_reason == 'cancelled':
@@ -139,10 +148,10 @@ class ChatView(QTextBrowser):
             parts.append(f'<p style="margin-bottom:8px">{" &nbsp;·&nbsp; ".join(links)}</p>')
         return ''.join(parts)
 
-    def toggle_reasoning(self, index):
+    def toggle_reasoning(self, index: int) -> None:
         self.reasoning_shown ^= {index}
 
-    def append_html(self, html):
+    def append_html(self, html: str) -> None:
         c = self.end_cursor()
         c.insertBlock()
         c.insertHtml(html)
@@ -151,7 +160,8 @@ class ChatView(QTextBrowser):
 
     # one answer as it streams {{{
 
-    def begin_answer(self, question, header, cite=None, note=''):
+    def begin_answer(self, question: str, header: str, cite: Callable[[int], str] | None = None,
+                     note: str = '') -> None:
         """Show the question and where the answer will come; the answer streams in after.
         cite: what its [n] citations become (citing()); note: what went with it (sent_note())."""
         self.stop_stream()
@@ -167,14 +177,14 @@ class ChatView(QTextBrowser):
         if at_bottom:
             self.scroll_to_bottom()
 
-    def add_text(self, text):
+    def add_text(self, text: str) -> None:
         if self.stream is not None and text:
             self.stream.arrived.append(text)
             self.stream.dirty = True
             if not self.flush_timer.isActive():
                 self.flush_timer.start()
 
-    def add_reasoning(self, text):
+    def add_reasoning(self, text: str) -> None:
         s = self.stream
         if s is not None and text:
             if not s.has_text:
@@ -182,7 +192,7 @@ class ChatView(QTextBrowser):
                 if not self.flush_timer.isActive():
                     self.flush_timer.start()
 
-    def flush(self):
+    def flush(self) -> None:
         """Render what arrived: newly finished blocks once, then the tail again. Only the text not
         yet rendered as finished blocks is looked at, so each update costs what arrived plus the tail."""
         s = self.stream
@@ -208,7 +218,7 @@ class ChatView(QTextBrowser):
         if at_bottom:
             self.scroll_to_bottom()
 
-    def render_tail(self, html):
+    def render_tail(self, html: str) -> None:
         """Replace what follows the stream's finished blocks with html."""
         c = QTextCursor(self.document())
         c.setPosition(self.stream.tail_start)
@@ -222,7 +232,7 @@ class ChatView(QTextBrowser):
         if html:
             c.insertHtml(html)
 
-    def end_answer(self, index, turn, assistant):
+    def end_answer(self, index: int, turn: 'Turn', assistant: str) -> None:
         """The answer is complete (or failed, or stopped). What was rendered as it streamed
         stays: only the rest of the text, the links under it and its header are rendered, so
         the end of a long answer costs no more than any update."""
@@ -250,34 +260,34 @@ class ChatView(QTextBrowser):
         if at_bottom:
             self.scroll_to_bottom()
 
-    def stop_stream(self):
+    def stop_stream(self) -> None:
         self.flush_timer.stop()
         self.stream = None
 
     # }}}
 
-    def end_cursor(self):
+    def end_cursor(self) -> QTextCursor:
         c = QTextCursor(self.document())
         c.movePosition(QTextCursor.MoveOperation.End)
         return c
 
-    def at_bottom(self):
+    def at_bottom(self) -> bool:
         sb = self.verticalScrollBar()
         return sb.value() >= sb.maximum() - 4
 
-    def scroll_to_bottom(self):
+    def scroll_to_bottom(self) -> None:
         sb = self.verticalScrollBar()
         sb.setValue(sb.maximum())
 
 
-def citing(index, turn):
+def citing(index: int, turn: 'Turn') -> Callable[[int], str] | None:
     """What the [n] citations of turn index become: a link to passage n when it was sent with
     the question, flagged when it was not; None for a turn sent without passages."""
     if not turn.places:
         return None
     count = len(turn.places)
 
-    def cite(n):
+    def cite(n: int) -> str:
         if 0 < n <= count:
             place = turn.places[n - 1]
             return link(f'cite/{index}/{n}', str(n), _('Passage {n}: {chapter}, at {position:.0%}').format(
@@ -288,14 +298,15 @@ def citing(index, turn):
 
 
 class Stream:
+    """Where the answer that is streaming sits in the document, and what of it is not rendered yet."""
 
-    def __init__(self, start, cite=None):
+    def __init__(self, start: int, cite: Callable[[int], str] | None = None) -> None:
         self.cite = cite
         self.start = start          # where the answer's region begins in the document
         self.body_start = start     # where the answer's text begins, after its header
         self.tail_start = start     # where the unfinished tail begins
         self.tail = ''              # the text of the unfinished tail (finished blocks are not kept)
-        self.arrived = []           # text that came since the last update
+        self.arrived: list[str] = []  # text that came since the last update
         self.has_text = False
         self.dirty = False
 

@@ -13,31 +13,42 @@ coming and keeps what came.
 With a Grounding (gui.passages), the panel has a "Book text" row: passages of the
 book go with each question as the reader chose, read first when needed (which can
 take a moment, and can be stopped), shown for consent before they go to an online
-provider; the answer's [n] citations are links to those passages.
+provider; the answer's [n] citations are links to those passages. What goes with
+a question is built by conversation.question; the panel reads the book, waits,
+asks, and shows.
 """
 
+from collections.abc import Callable
 from html import escape
+from typing import TYPE_CHECKING
 
 from qt.core import (
-    QApplication, QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSizePolicy, Qt, QVBoxLayout, QWidget,
-    pyqtSignal,
+    QApplication, QCloseEvent, QDialog, QHBoxLayout, QKeyEvent, QLabel, QPlainTextEdit, QPushButton, QSizePolicy,
+    Qt, QVBoxLayout, QWidget, pyqtSignal,
 )
 
-from calibre_plugins.bookai.conversation.conversation import usage_text
-from calibre_plugins.bookai.core.messages import Answer, Done, Failed, ReasoningDelta, TextDelta
+from calibre_plugins.bookai.conversation.conversation import Conversation, usage_text
+from calibre_plugins.bookai.conversation.notes import conversation_markdown
+from calibre_plugins.bookai.conversation.prompts import passage_texts
+from calibre_plugins.bookai.conversation.question import Question, book_question, by_meaning
+from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.core.messages import Answer, Chunk, Done, Failed, ReasoningDelta, TextDelta
+from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
+from calibre_plugins.bookai.grounding.scopes import NoPlace, Place, check_place
+from calibre_plugins.bookai.gui.book_text import BookText
 from calibre_plugins.bookai.gui.chat import ChatView, citing, link, sent_note
-from calibre_plugins.bookai.gui.passages import scope_label
+from calibre_plugins.bookai.gui.passages import (
+    CitationDialog, Grounding, ScopeRow, needs_consent, remember_consent, scope_label,
+)
+from calibre_plugins.bookai.gui.preview import PreviewDialog, needs_confirmation
+from calibre_plugins.bookai.gui.worker import run_in_thread, stream_in_thread
+from calibre_plugins.bookai.providers.registry import PROVIDERS, chosen_provider, get_provider
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.providers.base import AIProviderPlugin
 
 load_translations()
-
-
-def by_meaning(provider, scope):
-    """Whether passages are ranked by meaning too: as the settings say, for the scopes that rank,
-    with a provider on this computer that embeds (an online one would get the whole book)."""
-    from calibre_plugins.bookai.providers.base import Capability
-    from calibre_plugins.bookai.settings.prefs import plugin_prefs
-    return (scope in ('position', 'book') and plugin_prefs()['retrieval'] == 'embeddings' and provider.is_local
-            and bool(provider.capabilities & Capability.EMBEDDINGS))
 
 
 class QuestionBox(QPlainTextEdit):
@@ -45,7 +56,7 @@ class QuestionBox(QPlainTextEdit):
 
     submitted = pyqtSignal()
 
-    def keyPressEvent(self, ev):
+    def keyPressEvent(self, ev: QKeyEvent) -> None:
         if ev.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not (
                 ev.modifiers() & Qt.KeyboardModifier.ShiftModifier):
             ev.accept()
@@ -64,8 +75,11 @@ class ConversationPanel(QWidget):
 
     state_changed = pyqtSignal(bool)  # streaming
 
-    def __init__(self, conversation, keep=None, save=None, save_text='', settings=None, intro=None,
-                 placeholder='', prepare=None, grounding=None, parent=None):
+    def __init__(self, conversation: Conversation, keep: Callable[[Conversation], None] | None = None,
+                 save: Callable[[int | None], None] | None = None, save_text: str = '',
+                 settings: Callable[[], None] | None = None, intro: Callable[[], str] | None = None,
+                 placeholder: str = '', prepare: Callable[[str], str] | None = None,
+                 grounding: Grounding | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.conv = conversation
         self.keep_conversation, self.save, self.open_settings, self.intro = keep, save, settings, intro
@@ -74,7 +88,7 @@ class ConversationPanel(QWidget):
         self.closed = False
         self.setup_ui(save_text, placeholder)
 
-    def setup_ui(self, save_text, placeholder):
+    def setup_ui(self, save_text: str, placeholder: str) -> None:
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.chat = ChatView(self)
@@ -84,7 +98,6 @@ class ConversationPanel(QWidget):
         layout.addWidget(self.chat, 1)
         self.scope_row = None
         if self.grounding is not None:
-            from calibre_plugins.bookai.gui.passages import ScopeRow
             self.scope_row = ScopeRow(self.grounding, self)
             self.scope_row.changed.connect(self.update_state)
             layout.addWidget(self.scope_row)
@@ -119,7 +132,7 @@ class ConversationPanel(QWidget):
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.status)
 
-    def button(self, text, slot, tip=''):
+    def button(self, text: str, slot: Callable[[], object], tip: str = '') -> QPushButton:
         b = QPushButton(text, self)
         b.clicked.connect(slot)
         b.setAutoDefault(False)
@@ -131,29 +144,28 @@ class ConversationPanel(QWidget):
     # what is shown {{{
 
     @property
-    def provider(self):
+    def provider(self) -> 'AIProviderPlugin | None':
         """The provider of this conversation: the one it is pinned to, else the chosen one."""
-        from calibre_plugins.bookai.providers.registry import PROVIDERS, chosen_provider, get_provider
         if self.conv.provider in PROVIDERS:
             return get_provider(self.conv.provider)
         return chosen_provider()
 
     @property
-    def streaming(self):
+    def streaming(self) -> bool:
         """An answer is coming, or the book's text is being read for a question."""
         return self.cancel is not None or self.loading is not None
 
     @property
-    def scope(self):
+    def scope(self) -> str:
         return self.scope_row.scope if self.scope_row is not None else 'metadata'
 
-    def assistant(self, provider=None):
+    def assistant(self, provider: 'AIProviderPlugin | None' = None) -> str:
         return self.conv.model or (provider.display_name if provider else _('Assistant'))
 
-    def provider_problem(self, provider):
+    def provider_problem(self, provider: 'AIProviderPlugin | None') -> str:
         return _('No AI provider is chosen yet.') if provider is None else provider.missing_setup()
 
-    def intro_html(self):
+    def intro_html(self) -> str:
         provider = self.provider
         problem = self.provider_problem(provider)
         if problem:
@@ -163,11 +175,11 @@ class ConversationPanel(QWidget):
             return ''
         return self.intro()
 
-    def show_conversation(self):
+    def show_conversation(self) -> None:
         self.chat.show_conversation(self.conv.turns, self.assistant(self.provider), self.intro_html())
         self.update_state()
 
-    def set_conversation(self, conversation):
+    def set_conversation(self, conversation: Conversation) -> None:
         """Show another conversation (New chat, a new selection); one still streaming is stopped and kept."""
         self.closing()
         self.closed = False
@@ -175,7 +187,7 @@ class ConversationPanel(QWidget):
         self.chat.reasoning_shown.clear()
         self.show_conversation()
 
-    def update_state(self):
+    def update_state(self) -> None:
         streaming = self.streaming
         self.send_button.setText(_('&Stop') if streaming else _('&Send'))
         self.send_button.setToolTip(_('Stop the answer') if streaming else _('Send the question (Enter)'))
@@ -198,7 +210,7 @@ class ConversationPanel(QWidget):
             self.scope_row.setEnabled(not streaming)
         self.state_changed.emit(streaming)
 
-    def show_notice(self, text):
+    def show_notice(self, text: str) -> None:
         self.chat.append_html(f'<p><i>{escape(text)}</i></p>')
         self.chat.scroll_to_bottom()
 
@@ -206,13 +218,13 @@ class ConversationPanel(QWidget):
 
     # asking {{{
 
-    def send_or_stop(self):
+    def send_or_stop(self) -> None:
         if self.streaming:
             self.stop()
         else:
             self.send_question()
 
-    def send_question(self):
+    def send_question(self) -> None:
         if self.streaming:
             return
         typed = self.question.toPlainText().strip()
@@ -220,7 +232,7 @@ class ConversationPanel(QWidget):
             self.question.clear()
             self.ask(self.prepare(typed) if self.prepare else typed, typed)
 
-    def ready_provider(self, typed=''):
+    def ready_provider(self, typed: str = '') -> 'AIProviderPlugin | None':
         """The provider to ask, or None (said why; a typed question goes back in the box) when an
         answer is coming already or no provider is set up."""
         if self.streaming:
@@ -233,23 +245,23 @@ class ConversationPanel(QWidget):
             return None
         return provider
 
-    def give_back(self, typed):
+    def give_back(self, typed: str) -> None:
         """A typed question that was not sent goes back into the (empty) box."""
         if typed and not self.question.toPlainText().strip():
             self.question.setPlainText(typed)
 
-    def ask(self, question, typed=''):
+    def ask(self, question: str, typed: str = '') -> bool:
         """Send question (with the book's text as the Book text row says); False if it was not
         sent. typed: the text typed for it, put back in the box when it is not sent."""
         provider = self.ready_provider(typed)
         if provider is None:
             return False
         if self.scope == 'metadata':
-            return self.send(provider, question, typed)
+            return self.send(provider, Question(question), typed)
         scope, source = self.scope, self.grounding.source
         token = self.start_waiting(_('Reading the text of the book…') if source.loaded is None else '')
 
-        def loaded(text, error):
+        def loaded(text: BookText | None, error: str) -> None:
             if not self.waiting_for(token):
                 return  # stopped, or the window closed, while the book was read
             if text is not None and by_meaning(provider, scope):  # still waiting: for the embeddings
@@ -263,23 +275,23 @@ class ConversationPanel(QWidget):
                 return self.give_back(typed)
             chosen(text)
 
-        def chosen(text, embedding_index=None, question_vector=None):
+        def chosen(text: BookText, embedding_index: EmbeddingIndex | None = None,
+                   question_vector: list[float] | None = None) -> None:
             if not text.skipped_told and (note := text.book.skipped_note()):
                 text.skipped_told = True
                 self.show_notice(note)
-            ex = self.excerpt(text, scope, question, embedding_index, question_vector)
-            if ex is None:
+            selection = self.grounding.selection() if self.grounding.selection else ''
+            try:
+                q = book_question(question, scope, text.book, text.index, self.position(text, scope), selection,
+                                  plugin_prefs()['book_text_budget'], embedding_index, question_vector)
+            except NoPlace:
+                self.say_no_place()
                 return self.give_back(typed)
-            from calibre_plugins.bookai.grounding.scopes import passages_block
-            if not ex.passages:
-                self.show_notice(_('No passage of the book fits this question there; only the book\'s details go '
-                                   'with it.'))
-                return self.send(provider, question, typed)
-            self.send(provider, question, typed, passages_block(ex), ex.until is not None, ex.places)
+            self.send(provider, q, typed)
         source.load(loaded)
         return True
 
-    def start_waiting(self, notice=''):
+    def start_waiting(self, notice: str = '') -> object:
         """A question waits for work before it is sent (the book read, passages found): Send
         becomes Stop until stop_waiting(). Returns the token of this wait."""
         self.loading = token = object()
@@ -288,11 +300,11 @@ class ConversationPanel(QWidget):
         self.update_state()
         return token
 
-    def waiting_for(self, token):
+    def waiting_for(self, token: object) -> bool:
         """Whether the work of that wait still matters: not stopped, the window not closed."""
         return self.loading is token and not self.closed
 
-    def stop_waiting(self, token):
+    def stop_waiting(self, token: object) -> bool:
         """The wait is over; False when its work no longer matters."""
         if not self.waiting_for(token):
             return False
@@ -300,21 +312,19 @@ class ConversationPanel(QWidget):
         self.update_state()
         return True
 
-    def rank_by_meaning(self, provider, text, question, token, then):
+    def rank_by_meaning(self, provider: 'AIProviderPlugin', text: BookText, question: str, token: object,
+                        then: Callable[..., None]) -> None:
         """The book's passages and the question embedded by provider (in a thread; the passages
         once a book), then then(embedding_index, question_vector); by words alone if that fails."""
-        from calibre_plugins.bookai.core.cancel import CancelToken
-        from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
-        from calibre_plugins.bookai.gui.worker import run_in_thread
         self.loading_cancel = cancel = CancelToken()
-        kept = getattr(text, 'meaning', None)
+        kept = text.meaning
 
-        def work():
+        def work() -> tuple[EmbeddingIndex, list[float]]:
             ei = kept if kept is not None and kept.matches(text.index.passages) else EmbeddingIndex.build(
                 provider, text.index.passages, cancel=cancel)
             return ei, embed_question(provider, ei, question, cancel)
 
-        def done(result, exc):
+        def done(result: tuple[EmbeddingIndex, list[float]] | None, exc: BaseException | None) -> None:
             if not self.stop_waiting(token):
                 return
             self.loading_cancel = None
@@ -326,26 +336,15 @@ class ConversationPanel(QWidget):
             then(*result)
         run_in_thread(work, done, self)
 
-    def excerpt(self, text, scope: str, question: str, embedding_index=None, question_vector=None):
-        """The passages for question, or None (said why) when they cannot be chosen: for a scope
-        that keeps to the reader's place when none is known (the rule is grounding.scopes')."""
-        from calibre_plugins.bookai.grounding.scopes import NoPlace, excerpt
-        from calibre_plugins.bookai.settings.prefs import plugin_prefs
-        position = self.grounding.position(text) if scope != 'book' else None
-        selection = self.grounding.selection() if self.grounding.selection else ''
-        try:
-            return excerpt(text.book, scope, question, position, selection, plugin_prefs()['book_text_budget'],
-                           text.index, embedding_index, question_vector)
-        except NoPlace:
-            self.say_no_place()
-            return None
+    def position(self, text: BookText, scope: str) -> float | None:
+        """The reader's place in the book, for a scope that keeps to it (None for the whole book)."""
+        return self.grounding.position(text) if scope != 'book' else None
 
-    def place_unknown(self, text, scope: str) -> bool:
+    def place_unknown(self, text: BookText, scope: str) -> bool:
         """Whether scope keeps to the reader's place and none is known (said so), by the rule of
         grounding.scopes, before any work for the passages."""
-        from calibre_plugins.bookai.grounding.scopes import NoPlace, check_place
         try:
-            check_place(scope, self.grounding.position(text) if scope != 'book' else None)
+            check_place(scope, self.position(text, scope))
         except NoPlace:
             self.say_no_place()
             return True
@@ -356,37 +355,36 @@ class ConversationPanel(QWidget):
                            'have read. Open the book in calibre\'s E-book viewer: your place is saved when you '
                            'close it. Or choose "{scope}". Nothing was sent.').format(scope=scope_label('book')))
 
-    def send(self, provider, question, typed='', passages='', spoiler_safe=False, places=()):
-        """Confirm (as the settings say, and before book text goes online), then stream the answer.
-        passages: the numbered passages sent with it (grounding), each at its place in places."""
-        from calibre_plugins.bookai.gui.passages import needs_consent, remember_consent
-        from calibre_plugins.bookai.gui.preview import PreviewDialog, needs_confirmation
-        consent = bool(passages) and needs_consent(self.books_key(), provider)
+    def send(self, provider: 'AIProviderPlugin', question: Question, typed: str = '') -> bool:
+        """Tell the reader question's notices, confirm (as the settings say, and before book text
+        goes online), then stream the answer."""
+        for notice in question.notices:
+            self.show_notice(notice)
+        consent = bool(question.passages) and needs_consent(self.books_key(), provider)
         if consent or needs_confirmation(provider, self.conv):
             model = self.conv.model or provider.option('model')
-            d = PreviewDialog(provider, model, self.conv.messages_for(question, passages, spoiler_safe),
-                              confirm=True, passages=len(places) if consent else 0, parent=self)
+            d = PreviewDialog(provider, model, question.messages(self.conv), confirm=True,
+                              passages=len(question.places) if consent else 0, parent=self)
             if d.exec() != QDialog.DialogCode.Accepted:
                 self.give_back(typed)
                 return False
             if consent and d.dont_ask is not None and d.dont_ask.isChecked():
                 remember_consent(self.books_key(), provider)
-        from calibre_plugins.bookai.gui.worker import stream_in_thread
         replaced = self.conv.retry_question() != ''
-        messages = self.conv.ask(question, passages, spoiler_safe, places)
+        messages = self.conv.ask(question.text, question.passages, question.spoiler_safe, question.places)
         if replaced:  # a failed turn is asked again: it goes away
             self.chat.show_conversation(self.conv.turns[:-1], self.assistant(provider), self.intro_html())
         self.asking = provider
         self.answer = Answer()
         index = len(self.conv.turns) - 1
         turn = self.conv.turns[index]
-        self.chat.begin_answer(question, _('{assistant} is answering…').format(assistant=self.assistant(provider)),
-                               citing(index, turn), sent_note(turn))
+        answering = _('{assistant} is answering…').format(assistant=self.assistant(provider))
+        self.chat.begin_answer(question.text, answering, citing(index, turn), sent_note(turn))
         self.cancel = stream_in_thread(provider, messages, self.on_chunk, use_model=self.conv.model)
         self.update_state()
         return True
 
-    def on_chunk(self, chunk, cancel):
+    def on_chunk(self, chunk: Chunk, cancel: CancelToken) -> None:
         if self.closed or cancel is not self.cancel:
             return  # closed, or an answer stopped by a new conversation: it is no longer shown
         self.answer.add(chunk)
@@ -397,14 +395,14 @@ class ConversationPanel(QWidget):
         elif isinstance(chunk, (Done, Failed)):
             self.finish_answer()
 
-    def finish_answer(self):
+    def finish_answer(self) -> None:
         turn = self.conv.finish(self.answer, self.asking.name)
         self.chat.end_answer(len(self.conv.turns) - 1, turn, self.assistant(self.asking))
         self.cancel = self.answer = self.asking = None
         self.keep()
         self.update_state()
 
-    def stop(self):
+    def stop(self) -> None:
         if self.loading is not None:  # the book's text was being read for a question: not sent
             self.loading = None
             self.cancel_loading()
@@ -413,23 +411,23 @@ class ConversationPanel(QWidget):
         if self.cancel is not None:
             self.cancel.cancel()  # the stream ends with a cancelled Done, which finishes the turn
 
-    def books_key(self):
+    def books_key(self) -> str:
         """Which book(s) the passages sent are from, for the reader's consent."""
         return self.grounding.key if self.grounding is not None else f'{self.conv.library_id}:library'
 
-    def cancel_loading(self):
+    def cancel_loading(self) -> None:
         if self.grounding is not None:
             self.grounding.source.cancel()
         if self.loading_cancel is not None:
             self.loading_cancel.cancel()
             self.loading_cancel = None
 
-    def retry(self):
+    def retry(self) -> None:
         question = self.conv.retry_question()
         if question:
             self.ask(question)
 
-    def keep(self):
+    def keep(self) -> None:
         if self.keep_conversation is None:
             return
         try:
@@ -437,7 +435,7 @@ class ConversationPanel(QWidget):
         except OSError as e:
             self.show_notice(_('The conversation could not be kept in the History: {error}').format(error=e))
 
-    def closing(self):
+    def closing(self) -> None:
         """Stop an answer that is streaming; what came of it is kept as a stopped turn."""
         if self.loading is not None:
             self.loading = None
@@ -452,7 +450,7 @@ class ConversationPanel(QWidget):
 
     # the rest {{{
 
-    def on_link(self, what, index):
+    def on_link(self, what: str, index: int) -> None:
         turns = self.conv.turns
         if what == 'settings':
             return self.show_settings()
@@ -469,7 +467,7 @@ class ConversationPanel(QWidget):
         elif what == 'save' and self.save is not None:
             self.save(index)
 
-    def show_citation(self, index, number):
+    def show_citation(self, index: int, number: int) -> None:
         """A citation was clicked: go to that place of the book, or show the passage."""
         turns = self.conv.turns
         if not 0 <= index < len(turns) or not 0 < number <= len(turns[index].places):
@@ -478,39 +476,34 @@ class ConversationPanel(QWidget):
         g = self.grounding
         if g is not None and g.go_to is not None and g.jumps:
             return g.go_to(place)
-        from calibre_plugins.bookai.grounding.scopes import passage_texts
-        from calibre_plugins.bookai.gui.passages import CitationDialog
         text = passage_texts(turns[index].passages).get(number, '')
         CitationDialog(number, place, text, self.go_to_for(place), self).exec()
 
-    def go_to_for(self, place):
+    def go_to_for(self, place: Place) -> Callable[[Place], None] | None:
         """How to show a place cited in the E-book viewer, or None."""
         return self.grounding.go_to if self.grounding is not None else None
 
-    def copy_all(self):
-        from calibre_plugins.bookai.conversation.notes import conversation_markdown
+    def copy_all(self) -> None:
         QApplication.clipboard().setText(conversation_markdown(self.conv.turns, self.assistant(self.provider)))
 
-    def new_chat(self):
-        from calibre_plugins.bookai.conversation.conversation import Conversation
+    def new_chat(self) -> None:
         c = self.conv
         self.set_conversation(Conversation(c.books, c.library_id, language=c.language, selection=c.selection))
 
-    def show_preview(self):
-        from calibre_plugins.bookai.gui.preview import PreviewDialog
+    def show_preview(self) -> None:
         provider = self.provider
         if provider is None:
             return self.show_notice(_('No AI provider is chosen yet.') + ' ' + _(
                 'Nothing is sent anywhere until you set one up.'))
         question = self.question.toPlainText().strip() or _('(your question)')
         model = self.conv.model or provider.option('model')
-        messages = self.conv.messages_for(question)
+        messages = Question(question).messages(self.conv)
         if self.scope != 'metadata':
             self.show_notice(_('Passages of the book are chosen for each question when it is sent, and shown '
                                'for you to confirm before they go to a provider that is not on this computer.'))
         PreviewDialog(provider, model, messages, parent=self).exec()
 
-    def show_settings(self):
+    def show_settings(self) -> None:
         if self.open_settings is not None:
             self.open_settings()
         if not self.streaming and not self.closed:
@@ -524,10 +517,11 @@ class PanelDialog(QDialog):
     (its close button, Esc, calibre quitting or switching library), the answer that is
     streaming stops and what came of it is kept."""
 
-    def closeEvent(self, ev):
+    def closeEvent(self, ev: QCloseEvent) -> None:
         self.panel.closing()
         super().closeEvent(ev)  # QDialog's rejects a visible dialog, and so hides it
 
-    def reject(self):  # Esc, and QDialog's closeEvent: the same stop, then hidden (not self.close(): re-entrant)
+    def reject(self) -> None:
+        # Esc, and QDialog's closeEvent: the same stop, then hidden (not self.close(): re-entrant)
         self.panel.closing()
         super().reject()

@@ -13,17 +13,26 @@ them, their token count and cost, and confirms; "don't ask again" is kept per
 book and provider.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from qt.core import (
     QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QPlainTextEdit, QVBoxLayout, QWidget, pyqtSignal,
 )
 
+from calibre_plugins.bookai.grounding.scopes import Place
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.gui.book_text import BookSource, BookText
+    from calibre_plugins.bookai.providers.base import AIProviderPlugin
+
 load_translations()
 
 
-def scope_label(scope):
+def scope_label(scope: str) -> str:
+    """A scope (grounding.scopes.SCOPES) in the reader's words."""
     return {
         'metadata': _('Book details only'),
         'selection': _('The selection and the paragraphs around it'),
@@ -35,49 +44,48 @@ def scope_label(scope):
 
 @dataclass
 class Grounding:
-    source: object                      # gui.book_text.BookSource
-    scopes: tuple                       # the scopes offered, from grounding.scopes.SCOPES
-    position: Callable                  # position(BookText) -> the reader's position (a fraction) or None
-    selection: Callable = None          # selection() -> the selected text
-    go_to: Callable = None              # go_to(Place): show that place of the book
+    """Where a window's book text comes from, and what the reader may send of it."""
+    source: 'BookSource'
+    scopes: tuple[str, ...]             # the scopes offered, from grounding.scopes.SCOPES
+    position: 'Callable[[BookText], float | None]'  # the reader's position (a fraction) or None
+    selection: Callable[[], str] | None = None      # the selected text
+    go_to: Callable[[Place], None] | None = None    # show that place of the book
     jumps: bool = False                 # a citation clicked goes there at once (else: the passage first)
 
     @property
-    def key(self):
+    def key(self) -> str:
         """The book, for the remembered scope and consent."""
         return self.source.key
 
-    def scope(self):
-        from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    def scope(self) -> str:
+        """The scope chosen for this book, else the settings' default."""
         prefs = plugin_prefs()
         chosen = prefs['book_scopes'].get(self.key)
         if chosen in self.scopes:
             return chosen
         return 'position' if prefs['book_text'] and 'position' in self.scopes else 'metadata'
 
-    def choose(self, scope):
-        from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    def choose(self, scope: str) -> None:
+        """Remember the scope chosen for this book."""
         prefs = plugin_prefs()
         scopes = dict(prefs['book_scopes'])
         scopes[self.key] = scope
         prefs['book_scopes'] = scopes
 
 
-def consent_key(books, provider):
+def consent_key(books: str, provider: 'AIProviderPlugin') -> str:
     return f'{books}|{provider.name}'
 
 
-def needs_consent(books, provider):
+def needs_consent(books: str, provider: 'AIProviderPlugin') -> bool:
     """Whether the reader must see and confirm book text before it goes to provider. books: which
     book(s) the text is from (Grounding.key, or the library's for passages found across it)."""
     if provider.is_local:
         return False
-    from calibre_plugins.bookai.settings.prefs import plugin_prefs
     return consent_key(books, provider) not in plugin_prefs()['book_text_consent']
 
 
-def remember_consent(books, provider):
-    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+def remember_consent(books: str, provider: 'AIProviderPlugin') -> None:
     prefs = plugin_prefs()
     prefs['book_text_consent'] = sorted(set(prefs['book_text_consent']) | {consent_key(books, provider)})
 
@@ -87,7 +95,7 @@ class ScopeRow(QWidget):
 
     changed = pyqtSignal(str)
 
-    def __init__(self, grounding, parent=None):
+    def __init__(self, grounding: Grounding, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.grounding = grounding
         layout = QHBoxLayout(self)
@@ -108,14 +116,14 @@ class ScopeRow(QWidget):
         layout.addWidget(self.note, 1)
 
     @property
-    def scope(self):
+    def scope(self) -> str:
         return self.box.currentData()
 
-    def on_change(self):
+    def on_change(self) -> None:
         self.grounding.choose(self.scope)
         self.changed.emit(self.scope)
 
-    def show_destination(self, provider):
+    def show_destination(self, provider: 'AIProviderPlugin | None') -> None:
         if self.scope == 'metadata':
             text = _('Only the book\'s details are sent.')
         elif provider is not None and provider.is_local:
@@ -131,7 +139,8 @@ class ScopeRow(QWidget):
 class CitationDialog(QDialog):
     """The passage a citation points to, its chapter and place, and "Open in viewer at this place"."""
 
-    def __init__(self, number, place, text, go_to=None, parent=None):
+    def __init__(self, number: int, place: Place, text: str, go_to: Callable[[Place], None] | None = None,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.place, self.go_to = place, go_to
         self.setWindowTitle(_('Passage {n}').format(n=number))
@@ -156,6 +165,6 @@ class CitationDialog(QDialog):
         layout.addWidget(bb)
         self.resize(560, 380)
 
-    def open_here(self):
+    def open_here(self) -> None:
         self.go_to(self.place)
         self.accept()

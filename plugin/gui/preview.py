@@ -6,30 +6,42 @@ Shown on request, and, for a provider that is not on this computer, before the
 first question of a conversation (or every question) as the settings say.
 """
 
+from collections.abc import Sequence
 from html import escape
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from qt.core import QCheckBox, QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout
+from qt.core import (
+    QCheckBox, QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout, QWidget,
+)
 
-from calibre_plugins.bookai.conversation.conversation import estimated_tokens
+from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.core.messages import Message, Role, estimated_tokens
+from calibre_plugins.bookai.providers.pricing import prices_for
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.providers.base import AIProviderPlugin
 
 load_translations()
 
 
-def role_name(role):
+def role_name(role: Role | str) -> str:
+    """Who a message is from, as the reader is told."""
     return {'system': _('Instructions and the books'), 'developer': _('Instructions'), 'user': _('You'),
             'assistant': _('Assistant')}.get(getattr(role, 'value', role), str(role))
 
 
-def destination(provider):
+def destination(provider: 'AIProviderPlugin') -> str:
+    """Where the messages go, in words."""
     if provider.is_local:
         return _('{provider}, on this computer').format(provider=provider.display_name)
     host = urlsplit(provider.base_url).hostname or provider.base_url
     return _('{provider}, at {host}').format(provider=provider.display_name, host=host)
 
 
-def summary_html(provider, model, messages, passages=0):
-    from calibre_plugins.bookai.providers.pricing import prices_for
+def summary_html(provider: 'AIProviderPlugin', model: str, messages: Sequence[Message], passages: int = 0) -> str:
+    """Where the messages go, about how many tokens they are and their cost, and what of the book is in them."""
     tokens = estimated_tokens(messages)
     lines = [_('These messages go to {where}, model {model}.').format(
         where='<b>' + escape(destination(provider)) + '</b>', model='<b>' + escape(model or _('automatic')) + '</b>')]
@@ -50,7 +62,7 @@ def summary_html(provider, model, messages, passages=0):
     return '<p>' + '<br>'.join(lines) + '</p>'
 
 
-def messages_html(messages):
+def messages_html(messages: Sequence[Message]) -> str:
     parts = []
     for m in messages:
         text = escape(m.text).replace('\n', '<br>')
@@ -63,7 +75,8 @@ class PreviewDialog(QDialog):
     """confirm=True: Send and Cancel, and the choice of when to be asked again. passages: how
     many passages of the book are in the messages, for the reader's consent to send them."""
 
-    def __init__(self, provider, model, messages, confirm=False, passages=0, parent=None):
+    def __init__(self, provider: 'AIProviderPlugin', model: str, messages: Sequence[Message], confirm: bool = False,
+                 passages: int = 0, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.provider, self.model, self.messages, self.confirm = provider, model, messages, confirm
         self.passages = passages
@@ -71,7 +84,7 @@ class PreviewDialog(QDialog):
         self.setup_ui()
         self.resize(700, 560)
 
-    def setup_ui(self):
+    def setup_ui(self) -> None:
         layout = QVBoxLayout(self)
         self.summary = QLabel(summary_html(self.provider, self.model, self.messages, self.passages), self)
         self.summary.setWordWrap(True)
@@ -86,7 +99,6 @@ class PreviewDialog(QDialog):
                 provider=self.provider.display_name), self)
             layout.addWidget(self.dont_ask)
         if self.confirm and not self.provider.is_local:
-            from calibre_plugins.bookai.settings.prefs import plugin_prefs
             row = QHBoxLayout()
             row.addWidget(QLabel(_('Show this before sending:'), self))
             self.policy = QComboBox(self)
@@ -105,23 +117,22 @@ class PreviewDialog(QDialog):
         bb.rejected.connect(self.reject)
         layout.addWidget(bb)
 
-    def accept(self):
+    def accept(self) -> None:
         if self.policy is not None:
-            from calibre_plugins.bookai.settings.prefs import plugin_prefs
             plugin_prefs()['confirm_send'] = self.policy.currentData()
         super().accept()
 
 
-def policy_choices():
+def policy_choices() -> tuple[tuple[str, str], ...]:
+    """The values of the confirm_send setting, each with its words."""
     return (('first', _('before the first question of each conversation')),
             ('always', _('before every question')),
             ('never', _('never')))
 
 
-def needs_confirmation(provider, conversation):
+def needs_confirmation(provider: 'AIProviderPlugin', conversation: Conversation) -> bool:
     """Whether to show what will be sent, and ask, before this conversation's next question."""
     if provider.is_local:
         return False
-    from calibre_plugins.bookai.settings.prefs import plugin_prefs
     policy = plugin_prefs()['confirm_send']
     return policy == 'always' or (policy == 'first' and not any(t.answered for t in conversation.turns))

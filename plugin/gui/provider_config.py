@@ -1,8 +1,8 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""The settings of one provider, built from the options it declares. Each value is checked
-as its Option says (providers.base.Option.check): what is wrong is shown in red under its
-field, and nothing is saved while anything is wrong. A value saved that cannot be used (an
-edited file) is shown as the default, with what was wrong under the field."""
+"""The settings of one provider, built from the options it declares: ProviderConfigWidget(provider).
+Each value is checked as its Option says (providers.options.Option.check): what is wrong is
+shown in red under its field, and nothing is saved while anything is wrong. A value saved that
+cannot be used (an edited file) is shown as the default, with what was wrong under the field."""
 
 from qt.core import (
     QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
@@ -10,6 +10,12 @@ from qt.core import (
 )
 
 from calibre_plugins.bookai.gui.worker import run_in_thread
+from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.models import Model
+from calibre_plugins.bookai.providers.options import Option, parse_headers, unusable_values
+from calibre_plugins.bookai.settings.keyring import StoreError
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+from calibre_plugins.bookai.settings.secrets import not_kept
 
 load_translations()
 
@@ -18,7 +24,7 @@ class ModelPicker(QWidget):
     """An editable model id (any id can be typed or pasted), the live list to pick from,
     Refresh and Copy."""
 
-    def __init__(self, value, parent=None):
+    def __init__(self, value: str, parent: QWidget | None = None):
         super().__init__(parent)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -35,10 +41,12 @@ class ModelPicker(QWidget):
         layout.addWidget(self.refresh_button)
         layout.addWidget(self.copy_button)
 
-    def value(self):
+    def value(self) -> str:
+        """The model id shown."""
         return self.box.currentText().strip()
 
-    def set_models(self, models):
+    def set_models(self, models: list[Model]) -> None:
+        """Offer models to pick from, keeping the id shown."""
         current = self.value()
         self.box.clear()
         for m in models:
@@ -49,15 +57,16 @@ class ModelPicker(QWidget):
 
 
 class ProviderConfigWidget(QWidget):
+    """The settings of provider: a field for each of its options, Test connection, and commit()."""
 
-    def __init__(self, provider, parent=None):
+    def __init__(self, provider: AIProviderPlugin, parent: QWidget | None = None):
         super().__init__(parent)
         self.provider = provider
         self.editors = {}
         self.problems = {}  # option name: the label under its field saying what is wrong
         self.setup_ui()
 
-    def setup_ui(self):
+    def setup_ui(self) -> None:
         p = self.provider
         outer = QVBoxLayout(self)
         about = QLabel(p.description, self)
@@ -90,11 +99,8 @@ class ProviderConfigWidget(QWidget):
         for option in p.all_options():
             if option.fills and option.fills in self.editors:
                 self.connect_filler(option)
-            if option.name in p.settings and option.kind != 'secret':  # saved, and cannot be used
-                try:
-                    option.check(p.settings[option.name])
-                except ValueError as e:
-                    self.show_problem(option.name, str(e))
+        for option, problem in unusable_values(p.all_options(), p.settings):  # saved, and cannot be used
+            self.show_problem(option.name, problem)
         self.model_picker = self.editors.get('model')
         if self.model_picker is not None:
             self.model_picker.refresh_button.clicked.connect(self.refresh_models)
@@ -111,7 +117,7 @@ class ProviderConfigWidget(QWidget):
         outer.addWidget(self.status)
         outer.addStretch(1)
 
-    def connect_filler(self, option):
+    def connect_filler(self, option: Option) -> None:
         """A choice that suggests another field's value shows it there as the placeholder."""
         chooser, target = self.editors[option.name], self.editors[option.fills]
         suggestions = dict(option.fill_values)
@@ -123,7 +129,7 @@ class ProviderConfigWidget(QWidget):
         chooser.currentIndexChanged.connect(update)
         update()
 
-    def watch(self, option) -> None:
+    def watch(self, option: Option) -> None:
         """Say what is wrong with a typed value as it is typed."""
         e = self.editors[option.name]
         changed = {QLineEdit: lambda: e.textChanged, QPlainTextEdit: lambda: e.textChanged,
@@ -132,11 +138,12 @@ class ProviderConfigWidget(QWidget):
             changed().connect(lambda *args: self.show_problem(option.name, self.problem_of(option)))
 
     def show_problem(self, name: str, problem: str) -> None:
+        """Say problem under the field of the option called name; '' hides it."""
         label = self.problems[name]
         label.setText(problem)
         label.setVisible(bool(problem))
 
-    def problem_of(self, option) -> str:
+    def problem_of(self, option: Option) -> str:
         """What is wrong with the value shown for option, in words; '' when it can be saved."""
         try:
             value = self.value_of(option)
@@ -146,7 +153,8 @@ class ProviderConfigWidget(QWidget):
             return str(e)
         return ''
 
-    def editor_for(self, option):
+    def editor_for(self, option: Option) -> QWidget:
+        """The field that edits option, showing its value."""
         value = self.provider.option(option.name) if option.kind != 'secret' else ''
         if option.kind == 'secret':
             e = QLineEdit(self)
@@ -190,9 +198,8 @@ class ProviderConfigWidget(QWidget):
             e.setPlaceholderText(self.provider.default_base_url or _('http://host:port/v1'))
         return e
 
-    def value_of(self, option):
+    def value_of(self, option: Option) -> object:
         """The value shown for option (None for an API key not typed). Raises ValueError."""
-        from calibre_plugins.bookai.providers.base import parse_headers
         e = self.editors[option.name]
         if option.kind == 'secret':
             return e.text().strip() or None
@@ -208,7 +215,7 @@ class ProviderConfigWidget(QWidget):
             return parse_headers(e.toPlainText())
         return e.text().strip()
 
-    def values(self):
+    def values(self) -> dict[str, object]:
         """The option values as shown, checked, the API key only when one was typed. Raises ValueError."""
         values = {}
         for option in self.provider.all_options():
@@ -217,7 +224,7 @@ class ProviderConfigWidget(QWidget):
                 values[option.name] = option.check(value)
         return values
 
-    def validate(self):
+    def validate(self) -> str:
         """'' when the values can be saved, else what is wrong, in a sentence; each problem is
         shown under its field."""
         found = ''
@@ -228,7 +235,7 @@ class ProviderConfigWidget(QWidget):
                 found = f'{option.label}: {problem}.'
         return found
 
-    def provider_with_these_settings(self):
+    def provider_with_these_settings(self) -> AIProviderPlugin:
         """A provider built from what the widget shows, to test before saving."""
         values = self.values()
         settings = {k: v for k, v in values.items() if k != 'api_key'}
@@ -236,11 +243,10 @@ class ProviderConfigWidget(QWidget):
         settings['reasoning_effort'] = self.provider.option('reasoning_effort')
         return type(self.provider)(settings=settings)
 
-    def commit(self):
+    def commit(self) -> None:
         """Save: the options to the plugin's settings, a typed key to the secret store; nothing
         while a value is wrong (validate() shows what). Raises OSError when the file cannot be
         written."""
-        from calibre_plugins.bookai.settings.prefs import plugin_prefs
         if self.validate():
             return
         values = self.values()
@@ -250,26 +256,26 @@ class ProviderConfigWidget(QWidget):
         providers[self.provider.name] = values
         prefs['providers'] = providers
         if key:
-            from calibre_plugins.bookai.settings.keyring import StoreError
             try:
                 self.provider.secrets.set(self.provider.name, 'api_key', key)
             except StoreError as e:
-                from calibre.gui2 import error_dialog
-                from calibre_plugins.bookai.settings.secrets import not_kept
+                from calibre.gui2 import error_dialog  # looked up when called, so that a test can stand in for it
                 error_dialog(self, _('The key was not saved'), not_kept(self.provider.display_name),
                              det_msg=str(e), show=True)
 
-    def key_forgotten(self):
+    def key_forgotten(self) -> None:
         """The keys were deleted ("Forget everything"): no stored key to fall back on any more."""
         self.provider = type(self.provider)()
         if 'api_key' in self.editors:
             self.editors['api_key'].setPlaceholderText(_('Paste your key here'))
 
-    def show_status(self, text, ok=None):
+    def show_status(self, text: str, ok: bool | None = None) -> None:
+        """Say text under the buttons: in green when ok, in red when not ok."""
         color = {True: 'green', False: 'red'}.get(ok)
         self.status.setText(f'<span style="color:{color}">{text}</span>' if color else text)
 
-    def refresh_models(self):
+    def refresh_models(self) -> None:
+        """Ask the service for its models, with the settings shown, and offer them."""
         problem = self.validate()
         if problem:
             return self.show_status(problem, False)
@@ -286,7 +292,8 @@ class ProviderConfigWidget(QWidget):
 
         run_in_thread(lambda: provider.models(refresh=True), done, self)
 
-    def test_connection(self):
+    def test_connection(self) -> None:
+        """Test connection, with the settings shown, and say how it went."""
         problem = self.validate()
         if problem:
             return self.show_status(problem, False)

@@ -10,6 +10,8 @@ Cancel; show_settings() opens it.
 
 import re
 
+from calibre.constants import numeric_version
+from calibre.library.field_metadata import FieldMetadata
 from qt.core import (
     QAbstractItemView, QCheckBox, QColor, QComboBox, QDialog, QDialogButtonBox, QFont, QFormLayout, QFrame,
     QHBoxLayout, QIcon, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMessageBox, QPainter, QPainterPath,
@@ -17,10 +19,19 @@ from qt.core import (
     QStackedWidget, Qt, QTabWidget, QVBoxLayout, QWidget,
 )
 
+from calibre_plugins.bookai.conversation import forget
+from calibre_plugins.bookai.conversation.actions import (
+    QuickAction, library_actions, library_actions_builtin, viewer_actions, viewer_actions_builtin,
+)
+from calibre_plugins.bookai.conversation.books import STANDARD_FIELDS, interface_language, language_name
+from calibre_plugins.bookai.conversation.notes import save_targets
+from calibre_plugins.bookai.gui.provider_config import ProviderConfigWidget
+from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
+from calibre_plugins.bookai.settings.prefs import not_saved, plugin_prefs, problems
+
 load_translations()
 
-# the answer languages offered besides calibre's interface language, named in English
-# (the name is what the model is told, so it stays in English)
 # the fixed answer languages offered: (ISO 639 code, the name the model is told, in English)
 LANGUAGES = (('eng', 'English'), ('fra', 'French'), ('deu', 'German'), ('spa', 'Spanish'), ('ita', 'Italian'),
              ('por', 'Portuguese'), ('nld', 'Dutch'), ('pol', 'Polish'), ('rus', 'Russian'), ('ukr', 'Ukrainian'),
@@ -31,21 +42,22 @@ ACTION_ROLE = Qt.ItemDataRole.UserRole       # a quick action's item: its dict (
 FIELD_ROLE = Qt.ItemDataRole.UserRole        # a field's item: its key
 
 
-def wrapped_label(text, parent):
+def wrapped_label(text: str, parent: QWidget) -> QLabel:
+    """A label whose text wraps."""
     label = QLabel(text, parent)
     label.setWordWrap(True)
     return label
 
 
-def checked(item):
+def checked(item: QListWidgetItem) -> bool:
     return item.checkState() == Qt.CheckState.Checked
 
 
-def check_state(on):
+def check_state(on: bool) -> Qt.CheckState:
     return Qt.CheckState.Checked if on else Qt.CheckState.Unchecked
 
 
-def slug(label, taken):
+def slug(label: str, taken: set[str]) -> str:
     """A unique action name made from its label: lower case letters, digits and underscores."""
     base = re.sub(r'\W+', '_', label.strip().lower()).strip('_') or 'action'
     name, n = base, 2
@@ -54,20 +66,19 @@ def slug(label, taken):
     return name
 
 
-def field_name(db, key):
+def field_name(db: object, key: str) -> str:
     """The name calibre shows for a field: the library's when db is given, else calibre's standard one."""
     try:
         if db is not None:
             name = db.field_metadata[key]['name']
         else:
-            from calibre.library.field_metadata import FieldMetadata
             name = FieldMetadata()[key]['name']
     except Exception:
         name = ''
     return name or key.lstrip('#').replace('_', ' ').capitalize()
 
 
-def custom_columns(db):
+def custom_columns(db: object) -> list[tuple[str, str]]:
     """(key, name) of the library's custom columns."""
     if db is None:
         return []
@@ -75,12 +86,12 @@ def custom_columns(db):
     return sorted(((key, fm[key].get('name') or key) for key in fm.custom_field_keys()), key=lambda c: c[1].lower())
 
 
-def library_variables_help():
+def library_variables_help() -> str:
     return _('In the prompt, {books_word} becomes "book" or "books" and {is_are} "is" or "are", by the number '
              'of books; {title}, {authors} and {series} are those of the first book.')
 
 
-def reading_variables_help():
+def reading_variables_help() -> str:
     return _('In the prompt, {selected} becomes the selected text (best at the end of the prompt) and '
              '{language} the answer language; {title} and {authors} are those of the book.')
 
@@ -93,7 +104,7 @@ HIGHLIGHT_COLORS = (  # which, light background, dark background
 HIGHLIGHT_DECORATIONS = ('wavy', 'strikeout')
 
 
-def highlight_styles():
+def highlight_styles() -> tuple[tuple[str, str], ...]:
     """(style name, human name) of calibre's builtin highlight styles, in the viewer's order."""
     colors = {'yellow': _('Yellow highlight'), 'green': _('Green highlight'), 'blue': _('Blue highlight'),
               'red': _('Pink highlight'), 'purple': _('Purple highlight')}
@@ -105,7 +116,8 @@ def highlight_styles():
 class ActionEditor(QDialog):
     """Edit a quick action's label and prompt template; variables_help names the {variables} it may use."""
 
-    def __init__(self, label='', template='', title='', parent=None, variables_help=''):
+    def __init__(self, label: str = '', template: str = '', title: str = '', parent: QWidget | None = None,
+                 variables_help: str = ''):
         super().__init__(parent)
         self.setWindowTitle(title or _('Quick action'))
         self.variables_help = variables_help or library_variables_help()
@@ -114,7 +126,7 @@ class ActionEditor(QDialog):
         self.template_edit.setPlainText(template)
         self.resize(560, 340)
 
-    def setup_ui(self):
+    def setup_ui(self) -> None:
         layout = QVBoxLayout(self)
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
@@ -140,21 +152,22 @@ class ActionEditor(QDialog):
         layout.addWidget(bb)
 
     @property
-    def label(self):
+    def label(self) -> str:
         return self.label_edit.text().strip()
 
     @property
-    def template(self):
+    def template(self) -> str:
         return self.template_edit.toPlainText().strip()
 
-    def problem(self):
+    def problem(self) -> str:
+        """What is missing for the action to be saved, in a sentence; '' when nothing is."""
         if not self.label:
             return _('The action needs a label: it is how you find it in the menu.')
         if not self.template:
             return _('The action needs a prompt template: it is what is asked.')
         return ''
 
-    def accept(self):
+    def accept(self) -> None:
         problem = self.problem()
         if problem:
             self.error.setText(problem)
@@ -173,7 +186,8 @@ class ActionsEditor(QWidget):
     actions_pref() gives them back as the preferences keep them.
     """
 
-    def __init__(self, builtin, actions, explanation, variables_help, parent=None):
+    def __init__(self, builtin: list[QuickAction], actions: list[QuickAction], explanation: str, variables_help: str,
+                 parent: QWidget | None = None):
         super().__init__(parent)
         self.builtin_actions = {a.name: a for a in builtin}
         self.variables_help = variables_help
@@ -186,7 +200,7 @@ class ActionsEditor(QWidget):
         self.action_list.setCurrentRow(0)
         self.action_selected()
 
-    def setup_ui(self, explanation):
+    def setup_ui(self, explanation: str) -> None:
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.explanation = wrapped_label(explanation, self)
@@ -223,14 +237,14 @@ class ActionsEditor(QWidget):
         self.action_prompt.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.action_prompt)
 
-    def action_item(self, action, enabled=True):
+    def action_item(self, action: dict, enabled: bool = True) -> QListWidgetItem:
         item = QListWidgetItem()
         item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable)
         item.setCheckState(check_state(enabled))
         self.set_action(item, action)
         return item
 
-    def set_action(self, item, action):
+    def set_action(self, item: QListWidgetItem, action: dict) -> None:
         item.setData(ACTION_ROLE, action)
         text = action['label']
         if action['builtin'] and self.is_edited(action):
@@ -238,15 +252,16 @@ class ActionsEditor(QWidget):
         item.setText(text)
         item.setToolTip(action['template'])
 
-    def is_edited(self, action):
+    def is_edited(self, action: dict) -> bool:
+        """Whether action is a builtin one with another label or prompt than its own."""
         base = self.builtin_actions.get(action['name'])
         return base is not None and (action['label'], action['template']) != (base.label, base.template)
 
-    def current_action(self):
+    def current_action(self) -> tuple[QListWidgetItem | None, dict | None]:
         item = self.action_list.currentItem()
         return (item, item.data(ACTION_ROLE)) if item is not None else (None, None)
 
-    def action_selected(self):
+    def action_selected(self) -> None:
         item, action = self.current_action()
         row, count = self.action_list.currentRow(), self.action_list.count()
         self.edit_button.setEnabled(item is not None)
@@ -256,13 +271,13 @@ class ActionsEditor(QWidget):
         self.restore_button.setEnabled(item is not None and action['builtin'] and self.is_edited(action))
         self.action_prompt.setText(_('Prompt: {prompt}').format(prompt=action['template']) if action else '')
 
-    def actions_shown(self):
+    def actions_shown(self) -> list[dict]:
         return [self.action_list.item(i).data(ACTION_ROLE) for i in range(self.action_list.count())]
 
-    def editor(self, label='', template='', title=''):
+    def editor(self, label: str = '', template: str = '', title: str = '') -> ActionEditor:
         return ActionEditor(label, template, title, self, self.variables_help)
 
-    def add_action(self):
+    def add_action(self) -> None:
         d = self.editor(title=_('New quick action'))
         if d.exec() != QDialog.DialogCode.Accepted:
             return
@@ -271,7 +286,7 @@ class ActionsEditor(QWidget):
         self.action_list.addItem(self.action_item(action))
         self.action_list.setCurrentRow(self.action_list.count() - 1)
 
-    def edit_action(self):
+    def edit_action(self) -> None:
         item, action = self.current_action()
         if item is None:
             return
@@ -281,14 +296,14 @@ class ActionsEditor(QWidget):
         self.set_action(item, dict(action, label=d.label, template=d.template))
         self.action_selected()
 
-    def remove_action(self):
+    def remove_action(self) -> None:
         item, action = self.current_action()
         if item is None or action['builtin']:
             return
         self.action_list.takeItem(self.action_list.row(item))
         self.action_selected()
 
-    def move_action(self, delta):
+    def move_action(self, delta: int) -> None:
         row = self.action_list.currentRow()
         target = row + delta
         if row < 0 or not 0 <= target < self.action_list.count():
@@ -298,7 +313,7 @@ class ActionsEditor(QWidget):
         self.action_list.setCurrentRow(target)
         self.action_selected()
 
-    def restore_action(self):
+    def restore_action(self) -> None:
         item, action = self.current_action()
         base = self.builtin_actions.get(action['name']) if action else None
         if base is None:
@@ -306,7 +321,7 @@ class ActionsEditor(QWidget):
         self.set_action(item, dict(action, label=base.label, template=base.template))
         self.action_selected()
 
-    def actions_pref(self):
+    def actions_pref(self) -> list[dict]:
         """The actions as the preferences keep them (a list of {name, label, template, enabled}),
         in the order shown. A builtin action's unchanged label or template is saved empty, so that
         it follows calibre's language and the plugin's updates."""
@@ -325,17 +340,17 @@ class ActionsEditor(QWidget):
 
 
 class SettingsWidget(QWidget):
+    """Every setting of the plugin, in tabs; validate(), then commit() writes them."""
 
-    def __init__(self, db=None, parent=None):
+    def __init__(self, db: object = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.db = db  # a calibre library's new_api, or None
-        from calibre_plugins.bookai.settings.prefs import plugin_prefs
         self.prefs = plugin_prefs()
         self.config_widgets = {}  # provider name: its ProviderConfigWidget, made when first shown
         self.config_pages = {}    # provider name: the scroll area holding it in the stack
         self.setup_ui()
 
-    def setup_ui(self):
+    def setup_ui(self) -> None:
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.file_problems = wrapped_label('', self)  # a settings file that could not be read: said here
@@ -351,18 +366,17 @@ class SettingsWidget(QWidget):
         self.show_file_problems()
 
     def show_file_problems(self) -> None:
-        from calibre_plugins.bookai.settings.prefs import problems
+        """Say what could not be read of the settings files, above the tabs."""
         text = '\n'.join(problems())
         self.file_problems.setText(text)
         self.file_problems.setVisible(bool(text))
 
-    def sizeHint(self):
+    def sizeHint(self) -> QSize:
         return QSize(720, 500)
 
     # Provider {{{
 
-    def provider_tab(self):
-        from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
+    def provider_tab(self) -> QWidget:
         tab = QWidget(self)
         layout = QVBoxLayout(tab)
         self.providers = {name: get_provider(name) for name in PROVIDERS}
@@ -394,12 +408,13 @@ class SettingsWidget(QWidget):
         self.show_provider()
         return tab
 
-    def show_provider_states(self):
+    def show_provider_states(self) -> None:
+        """Say in the list of providers which are ready and, in a tooltip, what the others lack."""
         for i, p in enumerate(self.providers.values()):
             self.provider_box.setItemText(i, self.provider_text(p))
             self.provider_box.setItemData(i, p.missing_setup() or _('Ready to use'), Qt.ItemDataRole.ToolTipRole)
 
-    def provider_text(self, p):
+    def provider_text(self, p: AIProviderPlugin) -> str:
         text = p.display_name
         if p.is_local:
             text += ' ' + _('(local)')
@@ -407,16 +422,17 @@ class SettingsWidget(QWidget):
         return f'{text} \u2014 {state}'
 
     @property
-    def selected_provider(self):
+    def selected_provider(self) -> str | None:
         return self.provider_box.currentData()
 
-    def show_provider(self):
+    def show_provider(self) -> None:
+        """Show the settings of the provider chosen in the list (made when first shown)."""
         name = self.selected_provider
         if name is None:
             return
         p = self.providers[name]
         if name not in self.config_widgets:
-            w = p.config_widget()
+            w = ProviderConfigWidget(p)
             for form in w.findChildren(QFormLayout):  # a narrow dialog puts a wide field under its label
                 form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
             scroll = QScrollArea(self.provider_stack)
@@ -437,8 +453,7 @@ class SettingsWidget(QWidget):
 
     # Library actions {{{
 
-    def library_tab(self):
-        from calibre_plugins.bookai.conversation.actions import library_actions, library_actions_builtin
+    def library_tab(self) -> QWidget:
         tab, layout, self.library_editor = self.actions_tab(
             library_actions_builtin(), library_actions(include_disabled=True), _(
                 'The questions offered with one click in the library, about the selected books. Untick an '
@@ -446,7 +461,8 @@ class SettingsWidget(QWidget):
             library_variables_help())
         return tab
 
-    def actions_tab(self, builtin, actions, explanation, variables_help):
+    def actions_tab(self, builtin: list[QuickAction], actions: list[QuickAction], explanation: str,
+                    variables_help: str) -> tuple[QWidget, QVBoxLayout, ActionsEditor]:
         """A tab holding an ActionsEditor: (tab, its layout, the editor)."""
         tab = QWidget(self)
         layout = QVBoxLayout(tab)
@@ -458,8 +474,7 @@ class SettingsWidget(QWidget):
 
     # Reading {{{
 
-    def reading_tab(self):
-        from calibre_plugins.bookai.conversation.actions import viewer_actions, viewer_actions_builtin
+    def reading_tab(self) -> QWidget:
         tab, layout, self.viewer_editor = self.actions_tab(
             viewer_actions_builtin(), viewer_actions(include_disabled=True), _(
                 'The questions offered with one click in the E-book viewer, about the text you select. Untick '
@@ -482,7 +497,6 @@ class SettingsWidget(QWidget):
         label.setBuddy(self.highlight_box)
         row.addWidget(label)
         row.addWidget(self.highlight_box)
-        from calibre.constants import numeric_version
         if numeric_version < (8, 11):  # the viewer highlights in its current style, always
             self.highlight_box.setEnabled(False)
             label.setEnabled(False)
@@ -493,7 +507,7 @@ class SettingsWidget(QWidget):
         layout.addLayout(row)
         return tab
 
-    def highlight_icon(self, name):
+    def highlight_icon(self, name: str) -> QIcon:
         """A small picture of a builtin highlight style: its colour, or its red line; blank for another name."""
         size = self.highlight_box.iconSize()
         dpr = self.devicePixelRatioF()
@@ -534,8 +548,7 @@ class SettingsWidget(QWidget):
 
     # Sent to the AI {{{
 
-    def sent_tab(self):
-        from calibre_plugins.bookai.conversation.books import STANDARD_FIELDS, interface_language, language_name
+    def sent_tab(self) -> QWidget:
         tab = QWidget(self)
         layout = QVBoxLayout(tab)
         layout.addWidget(wrapped_label(_(
@@ -624,7 +637,8 @@ class SettingsWidget(QWidget):
         layout.addLayout(row)
         return tab
 
-    def forget_everything(self):
+    def forget_everything(self) -> None:
+        """Forget everything, once the reader confirmed it, and say what was deleted."""
         box = QMessageBox(QMessageBox.Icon.Warning, _('Forget everything'), _(
             'Delete everything Book AI keeps about you, now and for good?'), QMessageBox.StandardButton.Cancel, self)
         box.setInformativeText('\n'.join((
@@ -636,20 +650,18 @@ class SettingsWidget(QWidget):
             '\u2022 ' + _('the choices made for each book: how much of its text is sent, and "don\'t ask again"'),
             '',
             _('Your books, their notes, columns and highlights are not touched, nor are the other settings.'))))
-        forget = box.addButton(_('&Forget everything'), QMessageBox.ButtonRole.DestructiveRole)
+        delete = box.addButton(_('&Forget everything'), QMessageBox.ButtonRole.DestructiveRole)
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
         self.forget_confirmation = box  # for the tests
         box.exec()
-        if box.clickedButton() is not forget:
+        if box.clickedButton() is not delete:
             return
-        from calibre_plugins.bookai.conversation.forget import forget_everything
         try:
-            done = forget_everything()
+            done = forget.forget_everything()
         except Exception as e:
-            from calibre.gui2 import error_dialog
+            from calibre.gui2 import error_dialog  # looked up when called, so that a test can stand in for it
             return error_dialog(self, _('Not everything was forgotten'), str(e), show=True)
         finally:  # the providers shown read their keys again
-            from calibre_plugins.bookai.providers.registry import get_provider
             self.providers = {name: get_provider(name) for name in self.providers}
             for w in self.config_widgets.values():
                 w.key_forgotten()
@@ -660,12 +672,12 @@ class SettingsWidget(QWidget):
             'choices made for books: {choices}.').format(
                 keys=done.keys, conversations=done.conversations, books=done.cached_books, choices=done.book_choices))
 
-    def form_label(self, text, buddy, parent):
+    def form_label(self, text: str, buddy: QWidget, parent: QWidget) -> tuple[QLabel, QWidget]:
         label = QLabel(text, parent)
         label.setBuddy(buddy)
         return label, buddy
 
-    def fields_pref(self):
+    def fields_pref(self) -> list[str]:
         return [self.field_list.item(i).data(FIELD_ROLE) for i in range(self.field_list.count())
                 if checked(self.field_list.item(i))]
 
@@ -673,7 +685,7 @@ class SettingsWidget(QWidget):
 
     # Save to book {{{
 
-    def save_tab(self):
+    def save_tab(self) -> QWidget:
         tab = QWidget(self)
         layout = QVBoxLayout(tab)
         layout.addWidget(wrapped_label(_(
@@ -685,7 +697,6 @@ class SettingsWidget(QWidget):
         if self.db is None:
             self.save_box.addItem(field_name(None, 'comments'), 'comments')
         else:
-            from calibre_plugins.bookai.conversation.notes import save_targets
             for key, name, kind in save_targets(self.db):
                 self.save_box.addItem(name if key == 'comments' else f'{name} ({key})', key)
         current = self.prefs['save_field'] or 'comments'
@@ -702,7 +713,7 @@ class SettingsWidget(QWidget):
 
     # }}}
 
-    def problem(self):
+    def problem(self) -> str:
         """'' when everything shown can be saved, else what is wrong, in a sentence."""
         for name, w in self.config_widgets.items():
             problem = w.validate()  # shown under its field too
@@ -716,21 +727,20 @@ class SettingsWidget(QWidget):
     # (calibre 9+) before the dialog closes
     validate_before_accept = True
 
-    def validate(self):
+    def validate(self) -> bool:
         """True if the settings can be saved; else says why, and False."""
         problem = self.problem()
         if problem:
-            from calibre.gui2 import error_dialog
+            from calibre.gui2 import error_dialog  # looked up when called, so that a test can stand in for it
             error_dialog(self, _('The settings cannot be saved'), problem, show=True)
         return not problem
 
     def commit(self) -> bool:
         """Write every setting shown: True, else says why the file could not be written, and False."""
-        from calibre_plugins.bookai.settings.prefs import not_saved
         try:
             self.write()
         except OSError as e:
-            from calibre.gui2 import error_dialog
+            from calibre.gui2 import error_dialog  # looked up when called, so that a test can stand in for it
             error_dialog(self, _('The settings cannot be saved'), not_saved(self.prefs, e), show=True)
             return False
         finally:
@@ -738,6 +748,7 @@ class SettingsWidget(QWidget):
         return True
 
     def write(self) -> None:
+        """Write every setting shown. Raises OSError."""
         for w in self.config_widgets.values():
             w.commit()
         prefs = self.prefs
@@ -755,8 +766,9 @@ class SettingsWidget(QWidget):
 
 
 class SettingsDialog(QDialog):
+    """The settings, with OK and Cancel."""
 
-    def __init__(self, db=None, parent=None):
+    def __init__(self, db: object = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle(_('Book AI settings'))
         layout = QVBoxLayout(self)
@@ -768,14 +780,14 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.bb)
         self.resize(self.sizeHint())
 
-    def sizeHint(self):
+    def sizeHint(self) -> QSize:
         return QSize(720, 560)
 
-    def accept(self):
+    def accept(self) -> None:
         if self.settings.validate() and self.settings.commit():
             super().accept()
 
 
-def show_settings(parent=None, db=None):
+def show_settings(parent: QWidget | None = None, db: object = None) -> bool:
     """Open the settings (modal); True if they were saved."""
     return SettingsDialog(db, parent).exec() == QDialog.DialogCode.Accepted

@@ -7,22 +7,32 @@ work runs is safe.
 """
 
 import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from qt.core import QObject, pyqtSignal
+from qt.core import QApplication, QObject, pyqtSignal
+
+from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.core.messages import Chunk, Message
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.providers.base import AIProviderPlugin
 
 
 class Relay(QObject):
+    """Carries the result of run_in_thread()'s work to the GUI thread."""
 
     finished = pyqtSignal(object, object)  # result, exception
 
 
-def run_in_thread(work, on_done, parent):
+def run_in_thread(work: Callable[[], Any], on_done: Callable[[Any, Exception | None], object],
+                  parent: QObject) -> Relay:
     """Call work() in a thread, then on_done(result, exception) on the GUI thread,
     unless parent (a QObject) was destroyed meanwhile."""
     relay = Relay(parent)
     relay.finished.connect(lambda result, exc: (on_done(result, exc), relay.deleteLater()))
 
-    def target():
+    def target() -> None:
         try:
             result, exc = work(), None
         except Exception as e:
@@ -47,19 +57,19 @@ class StreamRelay(QObject):
     ended = pyqtSignal()
 
 
-def stream_in_thread(provider, messages, on_chunk, use_model='', cancel=None):
+def stream_in_thread(provider: 'AIProviderPlugin', messages: Sequence[Message],
+                     on_chunk: Callable[[Chunk, CancelToken], object], use_model: str = '',
+                     cancel: CancelToken | None = None) -> CancelToken:
     """Read provider.text_chat(messages) in a thread; on_chunk(chunk, cancel) is called on the
     GUI thread for each chunk (the last one is a Done or a Failed). The CancelToken
     given (or made) stops it: the stream then ends with a cancelled Done. Chunks already
     on their way still arrive after Stop: the token tells which request they are of."""
-    from qt.core import QApplication
-    from calibre_plugins.bookai.core.cancel import CancelToken
     cancel = cancel or CancelToken()
     relay = StreamRelay(QApplication.instance())
     relay.chunk.connect(on_chunk)
     relay.ended.connect(relay.deleteLater)
 
-    def target():
+    def target() -> None:
         try:  # text_chat never raises: errors arrive as a Failed chunk
             for chunk in provider.text_chat(messages, use_model=use_model, cancel=cancel):
                 relay.chunk.emit(chunk, cancel)

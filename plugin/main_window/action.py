@@ -1,12 +1,27 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""The "Book AI" button and menu of calibre's main window."""
+"""The "Book AI" button and menu of calibre's main window.
 
-from qt.core import QMenu, Qt, QToolButton
+calibre imports this module as it starts: it imports only what the button and its menu
+need. The books, the conversations and the windows are imported when a feature is first
+used, so that the plugin costs nothing at calibre's start-up.
+"""
 
+from typing import TYPE_CHECKING
+
+from qt.core import QMenu, Qt, QToolButton, QWidget
+
+from calibre.gui2 import error_dialog, gprefs, info_dialog
 from calibre.gui2.actions import InterfaceAction
 
 from calibre_plugins.bookai.gui.icons import plugin_icon
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
+
+if TYPE_CHECKING:
+    from calibre.db.legacy import LibraryDatabase
+
+    from calibre_plugins.bookai.conversation.actions import QuickAction
+    from calibre_plugins.bookai.conversation.conversation import Conversation
+    from calibre_plugins.bookai.conversation.library import BookLibrary
 
 load_translations()
 
@@ -32,8 +47,8 @@ class BookAIAction(InterfaceAction):
     action_type = 'current'
     dont_add_to = frozenset(('context-menu-device',))
 
-    def genesis(self):
-        self.windows = []
+    def genesis(self) -> None:
+        self.windows: list[QWidget] = []
         self.left_behind = 0  # windows closed by a library switch, for a message once it is done
         self.qaction.setIcon(plugin_icon('bookai'))
         self.qaction.triggered.connect(self.discuss)
@@ -56,21 +71,22 @@ class BookAIAction(InterfaceAction):
         cm(m, 'bookai-about', _('About Book AI'), shortcut=False, triggered=self.show_about,
            description=_('What Book AI is, and what it sends where'))
 
-    def fill_quick_menu(self):
+    def fill_quick_menu(self) -> None:
+        # late: see the module's docstring
         from calibre_plugins.bookai.conversation.actions import library_actions
         self.quick_menu.clear()
         for action in library_actions():
             self.quick_menu.addAction(action.label).triggered.connect(
                 lambda checked=False, a=action: self.discuss(action=a))
 
-    def initialization_complete(self):
+    def initialization_complete(self) -> None:
         prefs = plugin_prefs()
         if not prefs['toolbar_placed']:
             self.place_once()
             prefs['toolbar_placed'] = True
         self.add_to_calibres_menus()
 
-    def add_to_calibres_menus(self):
+    def add_to_calibres_menus(self) -> None:
         """An entry in calibre's View and Similar books menus, where calibre 8.11+ has its own:
         ours always name Book AI, and calibre's are left as they are."""
         for name, unique, text, slot in (
@@ -84,14 +100,13 @@ class BookAIAction(InterfaceAction):
                 ac = self.create_menu_action(menu, unique, text, shortcut=False, triggered=slot)
                 ac.setIcon(plugin_icon('bookai'))
 
-    def place_once(self):
+    def place_once(self) -> None:
         """Put the button on the main toolbar and in the book list's context menu.
 
         Done only on the first run: a user who removes the button later keeps it
         removed, and a user who chose places when installing keeps those.
         """
-        from calibre.gui2 import gprefs
-        from calibre.gui2.preferences.toolbar import ConfigWidget
+        from calibre.gui2.preferences.toolbar import ConfigWidget  # calibre's preferences: on the first run only
         keys = [LAYOUT_PREFIX + key for key, text in ConfigWidget.LOCATIONS]
         if any(self.name in (gprefs.get(key) or ()) for key in keys):
             return
@@ -106,41 +121,48 @@ class BookAIAction(InterfaceAction):
 
     # the features {{{
 
-    def selected_ids(self):
+    def selected_ids(self) -> list[int]:
+        """The books selected in the library; none, with a word to the user, when none is."""
         ids = list(self.gui.library_view.get_selected_ids())
         if not ids:
-            from calibre.gui2 import error_dialog
             error_dialog(self.gui, _('No books selected'), _('Select one or more books to discuss first.'),
                          show=True)
         return ids
 
-    def library(self):
-        from calibre_plugins.bookai.conversation.books import BookLibrary
+    def library(self) -> 'BookLibrary':
+        """The library calibre has open."""
+        # late: see the module's docstring
+        from calibre_plugins.bookai.conversation.library import BookLibrary
         return BookLibrary(self.gui.current_db.new_api)
 
-    def discuss(self, checked=False, action=None):
+    def discuss(self, checked: bool = False, action: 'QuickAction | None' = None) -> None:
+        """A conversation about the selected books; with action, that quick action asked at once."""
         ids = self.selected_ids()
         if not ids:
             return
+        # late: see the module's docstring
         from calibre_plugins.bookai.conversation.conversation import Conversation
         library = self.library()
         w = self.open_window(library, Conversation.about(library, ids))
         if action is not None:
             w.run_action(action)
 
-    def read_next(self):
+    def read_next(self) -> None:
+        # late: see the module's docstring
         from calibre_plugins.bookai.conversation.actions import find_action, library_actions
         action = find_action(library_actions(include_disabled=True), 'read_next')
         self.discuss(action=action)
 
-    def ask_library(self):
+    def ask_library(self) -> QWidget:
+        # late: see the module's docstring
         from calibre_plugins.bookai.conversation.books import answer_language
         from calibre_plugins.bookai.conversation.conversation import Conversation
         library = self.library()
         return self.open_window(library, Conversation([], library.library_id, language=answer_language()))
 
-    def open_window(self, library, conversation):
+    def open_window(self, library: 'BookLibrary', conversation: 'Conversation') -> QWidget:
         """A window for a conversation: about books, or (about none) a question to the whole library."""
+        # late: see the module's docstring
         if conversation.books:
             from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
             w = DiscussionWindow(library, conversation, self.gui, on_saved=self.refresh_books)
@@ -152,16 +174,18 @@ class BookAIAction(InterfaceAction):
         w.raise_()
         return w
 
-    def keep_window(self, w):
+    def keep_window(self, w: QWidget) -> None:
         """Our windows, each of one library: they close when calibre switches library or quits."""
         self.windows.append(w)
         w.destroyed.connect(lambda obj=None, w=w: self.windows.remove(w) if w in self.windows else None)
 
-    def refresh_books(self, ids):
+    def refresh_books(self, ids: list[int]) -> None:
+        """Show the books' new data (a reply saved to them) in the book list and the book details."""
         view = self.gui.library_view
         view.model().refresh_ids(ids, current_row=view.currentIndex().row())  # the book details too
 
-    def show_history(self):
+    def show_history(self) -> None:
+        # late: see the module's docstring
         from calibre_plugins.bookai.main_window.history_window import HistoryWindow
         library = self.library()
         ids = self.gui.library_view.get_selected_ids()
@@ -170,11 +194,12 @@ class BookAIAction(InterfaceAction):
         self.keep_window(w)
         w.show()  # not modal: the conversations it opens can be used while it stays open
 
-    def show_settings(self):
+    def show_settings(self) -> None:
+        # late: see the module's docstring
         from calibre_plugins.bookai.gui.settings_dialog import show_settings
         show_settings(self.gui, self.gui.current_db.new_api)
 
-    def library_about_to_change(self, olddb, db):
+    def library_about_to_change(self, olddb: 'LibraryDatabase', db: 'LibraryDatabase') -> None:
         """Windows of the library being left close while it is still open: an answer that is
         streaming stops, and what came of it is kept in that library's History. Nothing of
         theirs (Save to book, a citation opened) can then reach the other library's books."""
@@ -184,7 +209,7 @@ class BookAIAction(InterfaceAction):
                 w.close()
                 self.left_behind += 1
 
-    def library_changed(self, db):
+    def library_changed(self, db: 'LibraryDatabase') -> None:
         # said after calibre has cleared its status bar for the new library
         if self.left_behind:
             self.gui.status_bar.show_message(_(
@@ -192,7 +217,7 @@ class BookAIAction(InterfaceAction):
                 'that library\'s History.'), 10000, show_notification=False)
         self.left_behind = 0
 
-    def shutting_down(self):
+    def shutting_down(self) -> bool:
         """An answer that is streaming stops (its thread is told to, and is not waited for) and what
         came of it is kept in the History."""
         for w in list(self.windows):
@@ -201,8 +226,7 @@ class BookAIAction(InterfaceAction):
 
     # }}}
 
-    def show_about(self):
-        from calibre.gui2 import info_dialog
+    def show_about(self) -> None:
         version = '.'.join(map(str, self.interface_action_base_plugin.version))
         info_dialog(self.gui, _('About Book AI'), '<p>' + _(
             'Book AI {version} lets you discuss your books with an AI service of your choice.').format(

@@ -7,9 +7,25 @@ with the question, numbered, and the answer's citations open the passage, with
 its book, and "Open in viewer at this place". Each question searches anew.
 """
 
+from collections.abc import Callable, Iterable
+from html import escape
+from typing import TYPE_CHECKING, Any
+
 from qt.core import QComboBox, QHBoxLayout, QLabel, Qt, QVBoxLayout
 
+from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.library import BookLibrary
+from calibre_plugins.bookai.conversation.prompts import passage_texts
+from calibre_plugins.bookai.conversation.question import Question, library_question
+from calibre_plugins.bookai.grounding.library_search import fts_message
+from calibre_plugins.bookai.grounding.scopes import Place
 from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel, PanelDialog
+from calibre_plugins.bookai.gui.icons import plugin_icon
+from calibre_plugins.bookai.gui import settings_dialog
+from calibre_plugins.bookai.gui.worker import run_in_thread
+
+if TYPE_CHECKING:
+    from calibre.gui2.ui import Main
 
 load_translations()
 
@@ -17,42 +33,39 @@ load_translations()
 class LibraryPanel(ConversationPanel):
     """The conversation panel, with passages found in the library's full-text index."""
 
-    def __init__(self, window, *args, **kwargs):
+    def __init__(self, window: 'LibraryQuestionWindow', *args: Any, **kwargs: Any) -> None:
         self.window = window
         super().__init__(*args, **kwargs)
 
-    def ask(self, question, typed=''):
+    def ask(self, question: str, typed: str = '') -> bool:
+        """Search the library for question (in a thread), then send it with the passages found."""
         provider = self.ready_provider(typed)
         if provider is None:
             return False
-        from calibre_plugins.bookai.grounding.library_search import library_excerpt
-        from calibre_plugins.bookai.gui.worker import run_in_thread
         db, book_ids = self.window.library.db, self.window.searched_ids()
         token = self.start_waiting(_('Searching the full text of your books…'))
 
-        def found(ex, exc):
+        def found(q: Question | None, exc: BaseException | None) -> None:
             if not self.stop_waiting(token):
                 return
-            if exc is not None or not ex.passages:
+            if exc is not None or not q.passages:
                 self.show_notice((str(exc) if exc is not None else _(
                     'Nothing in the full-text index of your books matches the question.')) + ' ' + _(
                     'Nothing was sent.'))
                 return self.give_back(typed)
-            from calibre_plugins.bookai.grounding.library_search import library_block
-            from calibre_plugins.bookai.grounding.scopes import Place
-            places = tuple(Place(p.title, 0.0, '', p.book_id, p.format) for p in ex.passages)
-            self.send(provider, question, typed, library_block(ex), False, places)
-        run_in_thread(lambda: library_excerpt(db, question, book_ids), found, self)
+            self.send(provider, q, typed)
+        run_in_thread(lambda: library_question(db, question, book_ids), found, self)
         return True
 
-    def go_to_for(self, place):
+    def go_to_for(self, place: Place) -> Callable[[Place], None]:
         return self.window.open_in_viewer
 
 
 class LibraryQuestionWindow(PanelDialog):
-    """library: conversation.books.BookLibrary; selected: the ids of the books selected (may be empty)."""
+    """library: conversation.library.BookLibrary; selected: the ids of the books selected (may be empty)."""
 
-    def __init__(self, library, conversation, selected=(), parent=None):
+    def __init__(self, library: BookLibrary, conversation: Conversation, selected: Iterable[int] = (),
+                 parent: 'Main | None' = None) -> None:
         super().__init__(parent)
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.setWindowFlags(Qt.WindowType.Window)
@@ -62,8 +75,7 @@ class LibraryQuestionWindow(PanelDialog):
         self.panel.show_conversation()
         self.resize(760, 720)
 
-    def setup_ui(self, conversation):
-        from calibre_plugins.bookai.gui.icons import plugin_icon
+    def setup_ui(self, conversation: Conversation) -> None:
         self.setWindowIcon(plugin_icon('bookai'))
         layout = QVBoxLayout(self)
         row = QHBoxLayout()
@@ -87,29 +99,26 @@ class LibraryQuestionWindow(PanelDialog):
         self.panel.question.setFocus(Qt.FocusReason.OtherFocusReason)
 
     @property
-    def conv(self):
+    def conv(self) -> Conversation:
         return self.panel.conv
 
-    def searched_ids(self):
+    def searched_ids(self) -> tuple[int, ...] | None:
+        """The books searched: those selected, or None for the whole library."""
         return self.selected if self.where.currentData() == 'selected' else None
 
-    def intro(self):
-        from html import escape
-        from calibre_plugins.bookai.grounding.library_search import fts_message
+    def intro(self) -> str:
         text = _('Your question is looked up in the full text of your books, and the passages found go with '
                  'it. The answer cites them.')
         note = fts_message(self.library.db)
         return '<p>' + escape(text) + '</p>' + (f'<p><i>{escape(note)}</i></p>' if note else '')
 
-    def open_in_viewer(self, place):
+    def open_in_viewer(self, place: Place) -> None:
         """Open the book a passage is from in the E-book viewer, at the passage."""
-        from calibre_plugins.bookai.grounding.scopes import passage_texts
         turn = next((t for t in reversed(self.panel.conv.turns) if place in t.places), None)
         text = passage_texts(turn.passages).get(turn.places.index(place) + 1, '') if turn else ''
         words = ' '.join(text.replace('…', ' ').split()[:8])
         self.gui.iactions['View'].view_format_by_id(place.book_id, place.fmt, open_at=f'search:{words}'
                                                      if words else None)
 
-    def show_settings(self):
-        from calibre_plugins.bookai.gui.settings_dialog import show_settings
-        show_settings(self, self.library.db)
+    def show_settings(self) -> None:
+        settings_dialog.show_settings(self, self.library.db)

@@ -9,9 +9,27 @@ at the passage cited. Closing the window mid-answer stops the answer and
 keeps what came.
 """
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from qt.core import QDialog, QHBoxLayout, QLabel, QMenu, QPushButton, Qt, QVBoxLayout
 
+from calibre_plugins.bookai.conversation.actions import QuickAction, library_actions
+from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.library import BookLibrary
+from calibre_plugins.bookai.conversation.notes import append_note, note_markdown
+from calibre_plugins.bookai.grounding.formats import READ_DIRECTLY
+from calibre_plugins.bookai.grounding.scopes import Place
+from calibre_plugins.bookai.gui import settings_dialog
+from calibre_plugins.bookai.gui.book_text import LibraryBook
 from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel, PanelDialog
+from calibre_plugins.bookai.gui.icons import plugin_icon
+from calibre_plugins.bookai.gui.passages import Grounding
+from calibre_plugins.bookai.main_window.save_to_book import SaveToBookDialog
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+
+if TYPE_CHECKING:
+    from calibre.gui2.ui import Main
 
 load_translations()
 
@@ -19,8 +37,10 @@ QUICK_BUTTONS = 6  # more quick actions than this go into a "More" menu
 
 
 class DiscussionWindow(PanelDialog):
+    """library: conversation.library.BookLibrary; on_saved(book ids): after a note was saved to books."""
 
-    def __init__(self, library, conversation, parent=None, on_saved=None):
+    def __init__(self, library: BookLibrary, conversation: Conversation, parent: 'Main | None' = None,
+                 on_saved: Callable[[list[int]], None] | None = None) -> None:
         super().__init__(parent)
         self.gui = parent
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -30,8 +50,7 @@ class DiscussionWindow(PanelDialog):
         self.show_conversation()
         self.resize(760, 720)
 
-    def setup_ui(self, conversation):
-        from calibre_plugins.bookai.gui.icons import plugin_icon
+    def setup_ui(self, conversation: Conversation) -> None:
         self.setWindowIcon(plugin_icon('bookai'))
         layout = QVBoxLayout(self)
         self.books_label = QLabel(self)
@@ -52,20 +71,17 @@ class DiscussionWindow(PanelDialog):
         self.fill_quick_actions()
         self.panel.question.setFocus(Qt.FocusReason.OtherFocusReason)
 
-    def grounding_for(self, conversation):
+    def grounding_for(self, conversation: Conversation) -> Grounding | None:
         """About one book of the library open in calibre: its text can go with the questions."""
         if len(conversation.books) != 1 or self.gui is None:
             return None
-        from calibre_plugins.bookai.gui.book_text import LibraryBook
-        from calibre_plugins.bookai.gui.passages import Grounding
         book_id = conversation.books[0].book_id
         source = LibraryBook(self.gui, self.library.db, book_id, self)
         return Grounding(source, ('metadata', 'chapter', 'position', 'book'), source.position,
                          go_to=self.open_in_viewer)
 
-    def open_in_viewer(self, place):
+    def open_in_viewer(self, place: Place) -> None:
         """Open the book in the E-book viewer at a passage cited."""
-        from calibre_plugins.bookai.grounding.formats import READ_DIRECTLY
         text = self.panel.grounding.source.loaded
         book_id = self.conv.books[0].book_id
         fmt = text.fmt if text is not None else None
@@ -78,11 +94,10 @@ class DiscussionWindow(PanelDialog):
         self.gui.iactions['View'].view_format_by_id(book_id, fmt, open_at=open_at)
 
     @property
-    def conv(self):
+    def conv(self) -> Conversation:
         return self.panel.conv
 
-    def fill_quick_actions(self):
-        from calibre_plugins.bookai.conversation.actions import library_actions
+    def fill_quick_actions(self) -> None:
         while self.actions_row.count():
             w = self.actions_row.takeAt(0).widget()
             if w is not None:
@@ -108,11 +123,11 @@ class DiscussionWindow(PanelDialog):
         self.actions_row.addStretch(1)
         self.streaming_changed(self.panel.streaming)
 
-    def streaming_changed(self, streaming):
+    def streaming_changed(self, streaming: bool) -> None:
         for b in self.action_buttons:
             b.setEnabled(not streaming)
 
-    def show_conversation(self):
+    def show_conversation(self) -> None:
         books = self.conv.books
         if len(books) == 1:
             title = _('Discussing {title} by {authors}').format(title=books[0].title, authors=books[0].authors_text)
@@ -123,13 +138,11 @@ class DiscussionWindow(PanelDialog):
         self.setWindowTitle(_('{title} — Book AI').format(title=self.conv.title))
         self.panel.show_conversation()
 
-    def run_action(self, action):
+    def run_action(self, action: QuickAction) -> None:
         self.panel.ask(action.prompt(self.conv.books))
 
-    def save_to_book(self, index):
-        from calibre_plugins.bookai.conversation.notes import append_note, note_markdown
-        from calibre_plugins.bookai.main_window.save_to_book import SaveToBookDialog
-        from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    def save_to_book(self, index: int | None) -> None:
+        """Save a reply (index: its turn), or the whole conversation (None), to the books."""
         turns = self.conv.turns if index is None else [self.conv.turns[index]]
         note = note_markdown(turns, self.panel.assistant(self.panel.provider))
         prefs = plugin_prefs()
@@ -147,8 +160,7 @@ class DiscussionWindow(PanelDialog):
             self.on_saved(ids)
         self.panel.show_notice(_('Saved to {field} of {count} book(s).').format(field=name, count=len(ids)))
 
-    def show_settings(self):
-        from calibre_plugins.bookai.gui.settings_dialog import show_settings
-        show_settings(self, self.library.db)
+    def show_settings(self) -> None:
+        settings_dialog.show_settings(self, self.library.db)
         if not self.panel.streaming:
             self.fill_quick_actions()

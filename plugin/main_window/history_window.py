@@ -6,10 +6,19 @@ deleted), and this window says so and where it is.
 """
 
 import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from qt.core import (
     QAbstractItemView, QCheckBox, QDialog, QDialogButtonBox, QLabel, QTreeWidget, QTreeWidgetItem, Qt, QVBoxLayout,
+    QWidget,
 )
+
+from calibre.gui2 import question_dialog
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.conversation.conversation import Conversation
+    from calibre_plugins.bookai.conversation.library import BookLibrary
 
 load_translations()
 
@@ -18,7 +27,8 @@ class HistoryWindow(QDialog):
     """open_conversation(conversation) is called for the conversation the user opens.
     book_ids: offer "only these books" (the books selected in the library)."""
 
-    def __init__(self, library, open_conversation, book_ids=(), parent=None):
+    def __init__(self, library: 'BookLibrary', open_conversation: Callable[['Conversation'], object],
+                 book_ids: Iterable[int] = (), parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.library, self.open_conversation, self.book_ids = library, open_conversation, tuple(book_ids)
         self.setWindowTitle(_('Book AI history'))
@@ -26,7 +36,7 @@ class HistoryWindow(QDialog):
         self.refresh()
         self.resize(720, 480)
 
-    def setup_ui(self):
+    def setup_ui(self) -> None:
         layout = QVBoxLayout(self)
         self.only_selected = QCheckBox(_('Only conversations about the selected books'), self)
         self.only_selected.setVisible(bool(self.book_ids))
@@ -51,7 +61,8 @@ class HistoryWindow(QDialog):
         bb.rejected.connect(self.reject)
         layout.addWidget(bb)
 
-    def refresh(self):
+    def refresh(self) -> None:
+        """List the conversations again, and say what could not be read."""
         history = self.library.history
         history.damaged.clear()
         summaries = []
@@ -83,15 +94,15 @@ class HistoryWindow(QDialog):
             self.notice.setText('')
         self.update_buttons()
 
-    def selected_ids(self):
+    def selected_ids(self) -> list[str]:
         return [item.data(0, Qt.ItemDataRole.UserRole) for item in self.list.selectedItems()]
 
-    def update_buttons(self):
+    def update_buttons(self) -> None:
         n = len(self.selected_ids())
         self.open_button.setEnabled(n == 1)
         self.delete_button.setEnabled(n > 0)
 
-    def open_selected(self):
+    def open_selected(self) -> None:
         ids = self.selected_ids()
         if len(ids) != 1:
             return
@@ -104,8 +115,7 @@ class HistoryWindow(QDialog):
         if conv is not None:
             self.open_conversation(conv)
 
-    def delete_selected(self):
-        from calibre.gui2 import question_dialog
+    def delete_selected(self) -> None:
         ids = self.selected_ids()
         if not ids or not question_dialog(self, _('Delete conversations'), _(
                 'Delete {count} conversation(s) for good? This cannot be undone.').format(count=len(ids))):

@@ -8,11 +8,18 @@ The dialog shows what will be added and where, and asks; conversation.notes adds
 
 from qt.core import (
     QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QListWidget, QListWidgetItem, Qt,
-    QTextBrowser, QVBoxLayout,
+    QTextBrowser, QVBoxLayout, QWidget,
 )
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from calibre_plugins.bookai.conversation.books import BookInfo
 from calibre_plugins.bookai.conversation.notes import save_targets
 from calibre_plugins.bookai.conversation.render import markdown_to_html
+
+if TYPE_CHECKING:
+    from calibre.db.cache import Cache
 
 load_translations()
 
@@ -20,7 +27,8 @@ load_translations()
 class SaveToBookDialog(QDialog):
     """Which books, which field, and exactly what is added."""
 
-    def __init__(self, db, books, note_md, field='comments', parent=None):
+    def __init__(self, db: 'Cache', books: Sequence[BookInfo], note_md: str, field: str = 'comments',
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.db, self.books, self.note_md = db, books, note_md
         self.targets = save_targets(db)
@@ -28,7 +36,7 @@ class SaveToBookDialog(QDialog):
         self.setup_ui(field)
         self.resize(640, 520)
 
-    def setup_ui(self, field):
+    def setup_ui(self, field: str) -> None:
         layout = QVBoxLayout(self)
         form = QFormLayout()
         layout.addLayout(form)
@@ -61,10 +69,12 @@ class SaveToBookDialog(QDialog):
         layout.addWidget(bb)
 
     @property
-    def field(self):
+    def field(self) -> str:
+        """The field chosen."""
         return self.field_box.currentData()
 
     @property
-    def book_ids(self):
+    def book_ids(self) -> list[int]:
+        """The books ticked."""
         items = (self.book_list.item(i) for i in range(self.book_list.count()))
         return [i.data(Qt.ItemDataRole.UserRole) for i in items if i.checkState() == Qt.CheckState.Checked]

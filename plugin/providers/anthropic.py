@@ -1,9 +1,16 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Anthropic's Messages API: Claude."""
 
-from calibre_plugins.bookai.core.errors import ResultBlocked, error_for_status
-from calibre_plugins.bookai.core.messages import ReasoningDelta, Role, TextDelta, Usage, WebLink
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, Model, Option, timestamp_of
+from collections.abc import Iterator
+
+from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
+from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink
+from calibre_plugins.bookai.core.streams import SSEEvent
+from calibre_plugins.bookai.core.transport import Request
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.models import Model, timestamp_of
+from calibre_plugins.bookai.providers.options import Option
+from calibre_plugins.bookai.providers.streaming import StreamState, json_of
 
 load_translations()
 
@@ -33,13 +40,13 @@ class Anthropic(AIProviderPlugin):
     tier_patterns = (('high', r'claude-opus-[\w.-]+'), ('medium', r'claude-sonnet-[\w.-]+'),
                      ('low', r'claude-haiku-[\w.-]+'))
 
-    def auth_headers(self):
+    def auth_headers(self) -> dict[str, str]:
         return {'x-api-key': self.api_key} if self.api_key else {}
 
-    def extra_headers(self):
+    def extra_headers(self) -> dict[str, str]:
         return {'anthropic-version': API_VERSION}
 
-    def chat_request(self, messages, model, max_tokens=None):
+    def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         thinking = THINKING_BUDGETS.get(self.option('reasoning_effort'))
         limit = max_tokens or int(self.option('max_tokens'))
         system = '\n\n'.join(m.text for m in messages if m.role in (Role.SYSTEM, Role.DEVELOPER))
@@ -56,20 +63,21 @@ class Anthropic(AIProviderPlugin):
         return self.request('/messages', payload)
 
     @staticmethod
-    def message(m, thinking):
+    def message(m: Message, thinking: int | None) -> dict:
+        """One turn of the conversation as Claude reads it."""
         if m.role is Role.ASSISTANT and thinking and m.reasoning_details:
             # with thinking on, Claude wants its signed thinking blocks back
             return {'role': 'assistant', 'content': list(m.reasoning_details) + [{'type': 'text', 'text': m.text}]}
         return {'role': m.role.value, 'content': m.text}
 
-    def read_stream(self, events, state):
+    def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         blocks = {}
         usage = {}
         for event in events:
             kind = event.event
             if kind == 'ping':
                 continue
-            data = self.json_of(event, self.display_name)
+            data = json_of(event, self.display_name)
             kind = data.get('type', kind)
             if kind == 'message_start':
                 message = data.get('message') or {}
@@ -122,14 +130,15 @@ class Anthropic(AIProviderPlugin):
         seen = set()  # a page cited twice is listed once
         state.web_links = [w for w in state.web_links if not (w.url in seen or seen.add(w.url))]
 
-    def error_of(self, error, model):
+    def error_of(self, error: dict, model: str) -> ProviderError:
+        """The ProviderError for an error Claude reports inside a stream."""
         etype = error.get('type', '')
         return error_for_status(STATUS_OF_ERROR_TYPE.get(etype, 500), self.display_name,
                                 message=error.get('message', ''), code=etype, model=model)
 
-    def models_request(self):
+    def models_request(self) -> Request:
         return self.request('/models?limit=1000')
 
-    def parse_models(self, data):
+    def parse_models(self, data: dict) -> list[Model]:
         return [Model(m['id'], m.get('display_name', ''), timestamp_of(m.get('created_at')), reasoning=True)
                 for m in data.get('data', ()) if m.get('id')]

@@ -1,11 +1,17 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Google's Gemini models, through the Gemini API (generativelanguage.googleapis.com)."""
 
+from collections.abc import Iterator
 from urllib.parse import quote
 
-from calibre_plugins.bookai.core.errors import PromptBlocked, ResultBlocked, error_for_status
-from calibre_plugins.bookai.core.messages import ReasoningDelta, Role, TextDelta, Usage, WebLink
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, Model, Option
+from calibre_plugins.bookai.core.errors import PromptBlocked, ProviderError, ResultBlocked, error_for_status
+from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink
+from calibre_plugins.bookai.core.streams import SSEEvent
+from calibre_plugins.bookai.core.transport import Request
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.models import Model
+from calibre_plugins.bookai.providers.options import Option
+from calibre_plugins.bookai.providers.streaming import StreamState, json_of
 
 load_translations()
 
@@ -16,11 +22,13 @@ STATUS_OF_ERROR = {'INVALID_ARGUMENT': 400, 'FAILED_PRECONDITION': 400, 'UNAUTHE
                    'UNAVAILABLE': 503, 'DEADLINE_EXCEEDED': 504}
 
 
-def model_path(model):
+def model_path(model: str) -> str:
+    """A model's resource name, as the API's routes take it."""
     return model if model.startswith(('models/', 'tunedModels/')) else 'models/' + model
 
 
-def reason_words(reason):
+def reason_words(reason: str) -> str:
+    """A reason Google gives ('SAFETY', 'PROHIBITED_CONTENT'), in lower-case words."""
     return reason.replace('_', ' ').lower()
 
 
@@ -39,10 +47,10 @@ class GoogleGemini(AIProviderPlugin):
     tier_patterns = (('high', r'gemini-[\d.]+-pro(-preview[\w-]*)?'), ('medium', r'gemini-[\d.]+-flash'),
                      ('low', r'gemini-[\d.]+-flash-lite'))
 
-    def auth_headers(self):
+    def auth_headers(self) -> dict[str, str]:
         return {'x-goog-api-key': self.api_key} if self.api_key else {}
 
-    def chat_request(self, messages, model, max_tokens=None):
+    def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         system = '\n\n'.join(m.text for m in messages if m.role in (Role.SYSTEM, Role.DEVELOPER))
         # every turn stays a turn of its own: user and model alternate as in the conversation
         payload = {'contents': [{'role': 'model' if m.role is Role.ASSISTANT else 'user', 'parts': [{'text': m.text}]}
@@ -63,9 +71,9 @@ class GoogleGemini(AIProviderPlugin):
             payload['tools'] = [{'google_search': {}}]
         return self.request(f'/{quote(model_path(model))}:streamGenerateContent?alt=sse', payload)
 
-    def read_stream(self, events, state):
+    def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         for event in events:
-            data = self.json_of(event, self.display_name)
+            data = json_of(event, self.display_name)
             if 'error' in data:
                 raise self.error_of(data['error'], state.model)
             state.model = data.get('modelVersion') or state.model
@@ -94,24 +102,25 @@ class GoogleGemini(AIProviderPlugin):
                     state.finish_reason = FINISH_REASONS.get(reason, 'stop')
                     state.finished = True
 
-    def embed_request(self, texts, model):
+    def embed_request(self, texts: list[str], model: str) -> Request:
         path = model_path(model)
         return self.request(f'/{quote(path)}:batchEmbedContents', {
             'requests': [{'model': path, 'content': {'parts': [{'text': t}]}} for t in texts]})
 
-    def parse_embeddings(self, data):
+    def parse_embeddings(self, data: dict) -> list[list[float]]:
         return [e['values'] for e in data['embeddings']]
 
-    def error_of(self, error, model):
+    def error_of(self, error: dict, model: str) -> ProviderError:
+        """The ProviderError for an error Gemini reports inside a stream."""
         status = error.get('code') if isinstance(error.get('code'), int) else STATUS_OF_ERROR.get(
             error.get('status', ''), 500)
         return error_for_status(status, self.display_name, message=error.get('message', ''),
                                 code=error.get('status', ''), model=model)
 
-    def models_request(self):
+    def models_request(self) -> Request:
         return self.request('/models?pageSize=1000')
 
-    def parse_models(self, data):
+    def parse_models(self, data: dict) -> list[Model]:
         models = []
         for m in data.get('models', ()):
             if 'generateContent' not in (m.get('supportedGenerationMethods') or ('generateContent',)):

@@ -1,11 +1,15 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Ollama, on this computer or on one you run it on."""
 
+from collections.abc import Iterator
+
 from calibre_plugins.bookai.core.errors import error_for_status
-from calibre_plugins.bookai.core.messages import ReasoningDelta, Role, TextDelta, Usage
-from calibre_plugins.bookai.providers.base import (
-    AIProviderPlugin, Capability, Model, Option, parse_headers, timestamp_of,
-)
+from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage
+from calibre_plugins.bookai.core.transport import Request
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.models import Model, timestamp_of
+from calibre_plugins.bookai.providers.options import Option, parse_headers
+from calibre_plugins.bookai.providers.streaming import StreamState
 
 load_translations()
 
@@ -27,11 +31,11 @@ class Ollama(AIProviderPlugin):
                minimum=0, maximum=10_000_000),
     )
 
-    def extra_headers(self):
+    def extra_headers(self) -> dict[str, str]:
         # sent with every request, model listing and chat alike
         return dict(parse_headers(self.option('headers') or ()))
 
-    def chat_request(self, messages, model, max_tokens=None):
+    def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         payload = {'model': model, 'stream': True, 'messages': [
             {'role': 'system' if m.role in (Role.SYSTEM, Role.DEVELOPER) else m.role.value, 'content': m.text}
             for m in messages]}
@@ -49,7 +53,7 @@ class Ollama(AIProviderPlugin):
             payload['options'] = options
         return self.request('/api/chat', payload)
 
-    def read_stream(self, objects, state):
+    def read_stream(self, objects: Iterator[object], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         for obj in objects:
             if not isinstance(obj, dict):
                 continue
@@ -67,19 +71,19 @@ class Ollama(AIProviderPlugin):
                 state.usage = Usage(obj.get('prompt_eval_count'), obj.get('eval_count'))
                 state.finished = True
 
-    def embed_request(self, texts, model):
+    def embed_request(self, texts: list[str], model: str) -> Request:
         return self.request('/api/embed', {'model': model, 'input': list(texts)})
 
-    def parse_embeddings(self, data):
+    def parse_embeddings(self, data: dict) -> list[list[float]]:
         return data['embeddings']
 
-    def parse_error(self, status, body):
+    def parse_error(self, status: int, body: str) -> tuple[str, str]:
         message, code = super().parse_error(status, body)
         return message, code or ('model' if status == 404 else '')
 
-    def models_request(self):
+    def models_request(self) -> Request:
         return self.request('/api/tags')
 
-    def parse_models(self, data):
+    def parse_models(self, data: dict) -> list[Model]:
         return [Model(m.get('model') or m['name'], m.get('name', ''), timestamp_of(m.get('modified_at')))
                 for m in data.get('models', ()) if m.get('model') or m.get('name')]

@@ -4,11 +4,18 @@ any OpenAI-compatible server (with presets for the common ones), LM Studio,
 OpenRouter, GitHub models and xAI's Grok. The first three also make embeddings
 (the /embeddings route: base.py)."""
 
+from collections.abc import Iterator
+from dataclasses import replace
 from functools import cached_property
 
-from calibre_plugins.bookai.core.errors import ResultBlocked
-from calibre_plugins.bookai.core.messages import Cost, ReasoningDelta, Role, TextDelta, Usage
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, Model, Option, parse_headers
+from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
+from calibre_plugins.bookai.core.messages import Cost, Message, ReasoningDelta, Role, TextDelta, Usage
+from calibre_plugins.bookai.core.streams import SSEEvent
+from calibre_plugins.bookai.core.transport import Request
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.models import Model
+from calibre_plugins.bookai.providers.options import Option, parse_headers
+from calibre_plugins.bookai.providers.streaming import StreamState, json_of
 
 load_translations()
 
@@ -22,7 +29,8 @@ TEMPERATURE = Option('temperature', _('Temperature (-1 for the server\'s default
                      minimum=-1, maximum=2)
 
 
-def finish_reason_of(reason):
+def finish_reason_of(reason: str | None) -> str:
+    """A finish reason as Book AI names them ('stop', 'length'), from a server's."""
     return {'stop': 'stop', 'length': 'length', 'eos': 'stop', 'end_turn': 'stop'}.get(reason, reason or 'stop')
 
 
@@ -31,10 +39,10 @@ class OpenAIChat(AIProviderPlugin):
 
     capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING
 
-    def chat_messages(self, messages):
+    def chat_messages(self, messages: list[Message]) -> list[dict]:
         return [{'role': WIRE_ROLES[m.role], 'content': m.text} for m in messages]
 
-    def chat_payload(self, messages, model, max_tokens):
+    def chat_payload(self, messages: list[Message], model: str, max_tokens: int | None) -> dict:
         payload = {'model': model, 'messages': self.chat_messages(messages), 'stream': True,
                    'stream_options': {'include_usage': True}}
         if max_tokens:
@@ -47,22 +55,23 @@ class OpenAIChat(AIProviderPlugin):
             payload['reasoning_effort'] = effort
         return payload
 
-    def option_or_none(self, name):
+    def option_or_none(self, name: str) -> object:
+        """The value of an option, None when this service has no such option."""
         try:
             self.option_named(name)
         except KeyError:
             return None
         return self.option(name)
 
-    def chat_request(self, messages, model, max_tokens=None):
+    def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         return self.request('/chat/completions', self.chat_payload(messages, model, max_tokens))
 
-    def read_stream(self, events, state):
+    def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         for event in events:
             if event.data == '[DONE]':
                 state.finished = True
                 break
-            data = self.json_of(event, self.display_name)
+            data = json_of(event, self.display_name)
             if 'error' in data:
                 raise self.stream_error(data['error'], state.model)
             state.model = data.get('model') or state.model
@@ -83,8 +92,8 @@ class OpenAIChat(AIProviderPlugin):
         # servers that send no [DONE] still end with a finish reason
         state.finished = state.finished or bool(state.finish_reason)
 
-    def stream_error(self, error, model):
-        from calibre_plugins.bookai.core.errors import error_for_status
+    def stream_error(self, error: object, model: str) -> ProviderError:
+        """The ProviderError for an error a server reports inside a stream."""
         if isinstance(error, dict):
             message, code = str(error.get('message', '')), str(error.get('code', '') or error.get('type', ''))
             status = error.get('code') if isinstance(error.get('code'), int) else 500
@@ -93,16 +102,16 @@ class OpenAIChat(AIProviderPlugin):
         return error_for_status(status, self.display_name, message=message, code=code, model=model)
 
     @staticmethod
-    def usage_of(usage):
+    def usage_of(usage: dict) -> Usage:
         details = usage.get('completion_tokens_details') or {}
         cached = (usage.get('prompt_tokens_details') or {}).get('cached_tokens')
         return Usage(usage.get('prompt_tokens'), usage.get('completion_tokens'), details.get('reasoning_tokens'),
                      cached)
 
-    def models_request(self):
+    def models_request(self) -> Request:
         return self.request('/models')
 
-    def parse_models(self, data):
+    def parse_models(self, data: dict) -> list[Model]:
         return [Model(m['id'], m.get('name', ''), float(m.get('created') or 0), int(m.get('context_length') or 0))
                 for m in data.get('data', ()) if isinstance(m, dict) and m.get('id')]
 
@@ -121,7 +130,8 @@ PRESETS = (  # value, label, base URL
 )
 
 
-def preset_url(preset):
+def preset_url(preset: str) -> str:
+    """The address of a preset server; '' for any other."""
     return next((url for value, label, url in PRESETS if value == preset), '')
 
 
@@ -144,13 +154,13 @@ class OpenAICompatible(OpenAIChat):
     )
 
     @cached_property
-    def base_url(self):
+    def base_url(self) -> str:
         url = (self.option('base_url') or preset_url(self.option('preset'))).rstrip('/')
         if url and url.count('/') == 2:  # an address with no path: the API lives under /v1
             url += '/v1'
         return url
 
-    def extra_headers(self):
+    def extra_headers(self) -> dict[str, str]:
         return dict(parse_headers(self.option('headers') or ()))
 
 
@@ -187,10 +197,10 @@ class OpenRouter(OpenAIChat):
                      ('medium', r'.*/(gpt-\d[\w.]*-mini|claude-sonnet[\w.-]*|gemini-[\d.]+-flash)'),
                      ('low', r'.*/(gpt-\d[\w.]*-nano|claude-haiku[\w.-]*|gemini-[\d.]+-flash-lite)'))
 
-    def extra_headers(self):
+    def extra_headers(self) -> dict[str, str]:
         return {'X-Title': 'Book AI'}
 
-    def chat_payload(self, messages, model, max_tokens):
+    def chat_payload(self, messages: list[Message], model: str, max_tokens: int | None) -> dict:
         payload = super().chat_payload(messages, model, max_tokens)
         effort = payload.pop('reasoning_effort', None)
         if effort:
@@ -200,23 +210,23 @@ class OpenRouter(OpenAIChat):
         payload['usage'] = {'include': True}
         return self.with_routing(payload)
 
-    def with_routing(self, payload):
+    def with_routing(self, payload: dict) -> dict:
+        """payload, with the routing OpenRouter is asked for: no provider that keeps prompts, when so set."""
         if self.option('deny_data_collection'):
             payload['provider'] = {'data_collection': 'deny'}
         return payload
 
-    def embed_request(self, texts, model):
+    def embed_request(self, texts: list[str], model: str) -> Request:
         return self.request('/embeddings', self.with_routing({'model': model, 'input': list(texts)}))
 
     @staticmethod
-    def usage_of(usage):
+    def usage_of(usage: dict) -> Usage:
         u = OpenAIChat.usage_of(usage)
         if usage.get('cost') is not None:  # OpenRouter credits are US dollars
-            from dataclasses import replace
             u = replace(u, cost=Cost(float(usage['cost']), 'USD', 'reported'))
         return u
 
-    def parse_models(self, data):
+    def parse_models(self, data: dict) -> list[Model]:
         models = []
         for m in data.get('data', ()):
             pricing = m.get('pricing') or {}
@@ -229,7 +239,7 @@ class OpenRouter(OpenAIChat):
                                 int(m.get('context_length') or 0), free=free, prices=prices if prices else ()))
         return models
 
-    def pick_for_tier(self, models, tier):
+    def pick_for_tier(self, models: list[Model], tier: str) -> Model | None:
         strategy = self.option('model_strategy')
         if strategy == 'auto':
             return Model('openrouter/auto', 'OpenRouter auto')
@@ -249,17 +259,17 @@ class GitHubModels(OpenAIChat):
     tier_patterns = (('high', r'openai/gpt-\d[\d.]*'), ('medium', r'openai/gpt-\d[\d.]*-mini'),
                      ('low', r'openai/gpt-\d[\d.]*-nano'))
 
-    def extra_headers(self):
+    def extra_headers(self) -> dict[str, str]:
         return {'X-GitHub-Api-Version': '2022-11-28', 'Accept': 'application/json'}
 
-    def models_request(self):
+    def models_request(self) -> Request:
         req = self.request('/models')
         root = self.base_url
         if root.endswith('/inference'):  # the catalog lives beside the inference API
             req.url = root[:-len('/inference')] + '/catalog/models'
         return req
 
-    def parse_models(self, data):
+    def parse_models(self, data: dict) -> list[Model]:
         items = data.get('data', ()) if isinstance(data, dict) else data
         return [Model(m['id'], m.get('name', ''), 0, int((m.get('limits') or {}).get('max_input_tokens') or 0))
                 for m in items if isinstance(m, dict) and m.get('id')]
@@ -275,7 +285,7 @@ class Grok(OpenAIChat):
     tier_patterns = (('high', r'grok-\d[\w.-]*'), ('medium', r'grok-\d[\w.-]*-fast[\w-]*'),
                      ('low', r'grok-\d[\w.-]*-mini[\w-]*'))
 
-    def chat_payload(self, messages, model, max_tokens):
+    def chat_payload(self, messages: list[Message], model: str, max_tokens: int | None) -> dict:
         payload = super().chat_payload(messages, model, max_tokens)
         if payload.get('reasoning_effort') == 'medium':  # Grok knows only low and high
             payload['reasoning_effort'] = 'high'

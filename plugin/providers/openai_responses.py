@@ -2,9 +2,16 @@
 """OpenAI, through its Responses API (as calibre's own OpenAI provider does); its
 embeddings through /embeddings (base.py)."""
 
-from calibre_plugins.bookai.core.errors import ResultBlocked, error_for_status
-from calibre_plugins.bookai.core.messages import ReasoningDelta, Role, TextDelta, Usage, WebLink
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, Model, Option
+from collections.abc import Iterator
+
+from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
+from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink
+from calibre_plugins.bookai.core.streams import SSEEvent
+from calibre_plugins.bookai.core.transport import Request
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.models import Model
+from calibre_plugins.bookai.providers.options import Option
+from calibre_plugins.bookai.providers.streaming import StreamState, json_of
 
 load_translations()
 
@@ -25,7 +32,7 @@ class OpenAI(AIProviderPlugin):
     tier_patterns = (('high', r'gpt-\d+(\.\d+)?'), ('medium', r'gpt-\d+(\.\d+)?-mini'),
                      ('low', r'gpt-\d+(\.\d+)?-nano'))
 
-    def chat_request(self, messages, model, max_tokens=None):
+    def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         instructions = '\n\n'.join(m.text for m in messages if m.role in (Role.SYSTEM, Role.DEVELOPER))
         payload = {'model': model, 'stream': True, 'store': False, 'input': [
             {'role': m.role.value, 'content': [
@@ -42,10 +49,10 @@ class OpenAI(AIProviderPlugin):
             payload['tools'] = [{'type': 'web_search'}]
         return self.request('/responses', payload)
 
-    def read_stream(self, events, state):
+    def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         summary_parts = 0
         for event in events:
-            data = self.json_of(event, self.display_name)
+            data = json_of(event, self.display_name)
             kind = data.get('type') or event.event
             if kind == 'response.output_text.delta':
                 yield TextDelta(data.get('delta', ''))
@@ -71,7 +78,8 @@ class OpenAI(AIProviderPlugin):
             elif kind == 'error':
                 raise self.error_of(data.get('error') or data, state.model)
 
-    def finish(self, response, state):
+    def finish(self, response: dict, state: StreamState) -> None:
+        """Fill state from the response a completed or incomplete answer ends with."""
         state.model = response.get('model') or state.model
         usage = response.get('usage') or {}
         state.usage = Usage(usage.get('input_tokens'), usage.get('output_tokens'),
@@ -85,14 +93,15 @@ class OpenAI(AIProviderPlugin):
             state.finish_reason = 'length' if reason == 'max_output_tokens' else reason or 'length'
         state.finished = True
 
-    def error_of(self, error, model):
+    def error_of(self, error: dict, model: str) -> ProviderError:
+        """The ProviderError for an error OpenAI reports inside a stream."""
         code = str(error.get('code') or error.get('type') or '')
         status = 429 if 'rate_limit' in code or code == 'insufficient_quota' else 400 if code else 500
         return error_for_status(status, self.display_name, message=str(error.get('message', '')), code=code,
                                 model=model)
 
-    def models_request(self):
+    def models_request(self) -> Request:
         return self.request('/models')
 
-    def parse_models(self, data):
+    def parse_models(self, data: dict) -> list[Model]:
         return [Model(m['id'], '', float(m.get('created') or 0)) for m in data.get('data', ()) if m.get('id')]

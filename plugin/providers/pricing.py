@@ -9,7 +9,7 @@ published them on PRICE_DATE; the settings show that date.
 
 import re
 
-from calibre_plugins.bookai.core.messages import Cost
+from calibre_plugins.bookai.core.messages import Cost, Usage
 
 PRICE_DATE = '2026-06-01'
 
@@ -33,7 +33,8 @@ PRICES = {
 SAME_MODEL_SUFFIX = re.compile(r'(-\d{4}-?\d{2}-?\d{2}|-latest)?')
 
 
-def prices_for(provider, model):
+def prices_for(provider: str, model: str | None) -> tuple[float, float] | None:
+    """(input, output) prices of model, per million tokens, from the table; None when not listed."""
     table = PRICES.get(provider, {})
     model = (model or '').lower().removeprefix('models/')
     for name in sorted(table, key=len, reverse=True):
@@ -42,7 +43,7 @@ def prices_for(provider, model):
     return None
 
 
-def estimate(provider, model, usage):
+def estimate(provider: str, model: str | None, usage: Usage) -> Cost | None:
     """The estimated Cost for usage, or None when the price or the token counts are unknown."""
     prices = prices_for(provider, model)
     if prices is None or usage.input_tokens is None or usage.output_tokens is None:

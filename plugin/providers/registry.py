@@ -7,6 +7,12 @@ that an unused provider costs nothing.
 """
 
 import importlib
+from typing import TYPE_CHECKING
+
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+
+if TYPE_CHECKING:  # for types only: the names of the providers cost no provider code
+    from calibre_plugins.bookai.providers.base import AIProviderPlugin
 
 # name: (module in this package, class)
 PROVIDERS = {
@@ -22,7 +28,8 @@ PROVIDERS = {
 }
 
 
-def provider_class(name):
+def provider_class(name: str) -> 'type[AIProviderPlugin]':
+    """The class of the provider named name (its module imported now); KeyError for an unknown name."""
     try:
         module, cls = PROVIDERS[name]
     except KeyError:
@@ -30,16 +37,12 @@ def provider_class(name):
     return getattr(importlib.import_module(f'calibre_plugins.bookai.providers.{module}'), cls)
 
 
-def provider_classes():
-    return [provider_class(name) for name in PROVIDERS]
-
-
-def get_provider(name, **kw):
+def get_provider(name: str, **kw) -> 'AIProviderPlugin':
+    """A provider named name, made with kw (settings, secrets, transport: see AIProviderPlugin)."""
     return provider_class(name)(**kw)
 
 
-def chosen_provider():
+def chosen_provider() -> 'AIProviderPlugin | None':
     """The provider chosen in the settings, with the user's settings; None if none is chosen."""
-    from calibre_plugins.bookai.settings.prefs import plugin_prefs
     name = plugin_prefs()['provider']
     return get_provider(name) if name in PROVIDERS else None

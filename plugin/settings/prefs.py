@@ -16,23 +16,33 @@ the file is set aside before anything is written over it.
 import copy
 import json
 import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from calibre_plugins.bookai.core.files import set_aside, write_private
+
+if TYPE_CHECKING:
+    from calibre.utils.config import JSONConfig
 
 load_translations()
 
 LARGEST_SETTINGS_FILE = 16 * 1024 * 1024  # bytes: a settings file larger than this is not read
 
+# what a setting may hold: clean(value) gives what can be used of value, or raises TypeError
+Cleaner = Callable[[Any], Any]
+
 _prefs = None
 _opened = []  # every settings file opened in this process, for problems()
 
 
-def private_config(rel_path: str, kinds: dict | None = None):
+def private_config(rel_path: str, kinds: dict[str | None, Cleaner] | None = None) -> 'JSONConfig':
     """A calibre JSONConfig whose file only its owner can read, written atomically, that
     never fails to open. kinds: {key: clean(value)} for the values it holds (a key not named:
     cleaned by kinds.get(None), when given): clean() gives what can be used of a value, or
     raises TypeError when nothing can; what is not used is said in problem."""
+    # importing calibre.utils.config reads calibre's own settings: not before a settings file is opened
     from calibre.utils.config import JSONConfig
+    from calibre.utils.config_base import to_json
 
     class PrivateJSONConfig(JSONConfig):
 
@@ -69,7 +79,7 @@ def private_config(rel_path: str, kinds: dict | None = None):
             return data
 
         @staticmethod
-        def cleaned(data: dict) -> tuple:
+        def cleaned(data: dict) -> tuple[dict, list[str]]:
             """(what can be used of data, the names of the settings not used as they were)."""
             if kinds is None:
                 return data, []
@@ -93,7 +103,6 @@ def private_config(rel_path: str, kinds: dict | None = None):
 
         def to_raw(self) -> bytes:
             """The file's bytes: JSON (never NaN or Infinity, which are not JSON)."""
-            from calibre.utils.config_base import to_json
             return json.dumps(self, indent=2, default=to_json, sort_keys=True, ensure_ascii=False,
                               allow_nan=False).encode('utf-8')
 
@@ -114,57 +123,60 @@ def private_config(rel_path: str, kinds: dict | None = None):
     return config
 
 
-def problems() -> list:
+def problems() -> list[str]:
     """What was wrong with the settings files opened so far, a sentence each."""
     return [c.problem for c in _opened if c.problem]
 
 
-def not_saved(config, error: OSError) -> str:
+def not_saved(config: 'JSONConfig', error: OSError) -> str:
     """What the reader is told when the settings file of config could not be written."""
     return _('The settings could not be saved in {path}: {reason}').format(
         path=config.file_path, reason=error.strerror or error)
 
 
-def text(value):
+def text(value: Any) -> str:
+    """The cleaner of a text setting."""
     if not isinstance(value, str):
         raise TypeError('not text')
     return value
 
 
-def a_dict(value):
+def a_dict(value: Any) -> dict:
+    """The cleaner of an object setting."""
     if not isinstance(value, dict):
         raise TypeError('not an object')
     return value
 
 
-def list_of(clean):
+def list_of(clean: Cleaner) -> Cleaner:
     """The cleaner of a list: its items that clean() accepts."""
-    def cleaned(value):
+    def cleaned(value: Any) -> list:
         if not isinstance(value, list):
             raise TypeError('not a list')
         return [v for v in value if accepts(clean, v)]
     return cleaned
 
 
-def dict_of(clean):
+def dict_of(clean: Cleaner) -> Cleaner:
     """The cleaner of an object: its entries whose value clean() accepts."""
-    def cleaned(value):
+    def cleaned(value: Any) -> dict:
         return {k: v for k, v in a_dict(value).items() if accepts(clean, v)}
     return cleaned
 
 
-def accepts(clean, value) -> bool:
+def accepts(clean: Cleaner, value: Any) -> bool:
+    """Whether clean() takes value as it is."""
     try:
         return clean(value) == value
     except (TypeError, ValueError):
         return False
 
 
-def same_kind(default):
+def same_kind(default: Any) -> Cleaner:
     """The cleaner of a setting that holds a value of the same kind as its default."""
     kind = type(default)
 
-    def cleaned(value):
+    def cleaned(value: Any) -> Any:
         if type(value) is kind or (kind is float and type(value) is int):
             return value
         raise TypeError(f'not a {kind.__name__}')
@@ -198,7 +210,7 @@ DEFAULTS = {
 }
 
 
-def plugin_prefs():
+def plugin_prefs() -> 'JSONConfig':
     """The plugin's preferences (opened once per process)."""
     global _prefs
     if _prefs is None:

@@ -9,8 +9,14 @@ store then, and leave the file only once read back from it.
 """
 
 import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
+from calibre_plugins.bookai.settings.keyring import StoreError, SystemStore, Unavailable, open_system_store
 from calibre_plugins.bookai.settings.prefs import private_config, text
+
+if TYPE_CHECKING:
+    from calibre.utils.config import JSONConfig
 
 load_translations()
 
@@ -18,8 +24,9 @@ FILE = 'plugins/bookai-secrets'
 
 
 class SecretStore:
+    """Where Book AI keeps its API keys: the system's store, else the fallback file."""
 
-    def __init__(self, file=FILE, open_system_store=None):
+    def __init__(self, file: str = FILE, open_system_store: Callable[[], SystemStore] | None = None) -> None:
         """file: the fallback file, relative to calibre's config folder; open_system_store:
         gives the system's store or raises keyring.Unavailable (default: the real one)."""
         self._file, self._open_system_store = file, open_system_store
@@ -28,18 +35,17 @@ class SecretStore:
         self._lock = threading.RLock()  # keys are read from worker threads too
 
     @property
-    def config(self):
+    def config(self) -> 'JSONConfig':
         """The fallback file."""
         if self._config is None:
             self._config = private_config(self._file, {None: text})  # "provider/name": the key
         return self._config
 
     @property
-    def system(self):
+    def system(self) -> SystemStore | None:
         """The system's store, or None when it has none Book AI can use."""
         with self._lock:
             if self._system is self._unchosen:
-                from calibre_plugins.bookai.settings.keyring import Unavailable, open_system_store
                 try:
                     self._system = (self._open_system_store or open_system_store)()
                 except Unavailable:
@@ -49,13 +55,13 @@ class SecretStore:
             return self._system
 
     @staticmethod
-    def key(provider, name):
+    def key(provider: str, name: str) -> str:
+        """The name of a key in the fallback file."""
         return f'{provider}/{name}'
 
-    def move_old_keys(self):
+    def move_old_keys(self) -> None:
         """Into the system's store, the keys the file holds; a key leaves the file only once
         it reads back from there, so nothing is lost when the store fails."""
-        from calibre_plugins.bookai.settings.keyring import StoreError
         moved = []
         for key, value in list(self.config.items()):
             provider, _sep, name = key.partition('/')
@@ -70,8 +76,8 @@ class SecretStore:
         if moved:
             self.config.commit()
 
-    def get(self, provider, name):
-        from calibre_plugins.bookai.settings.keyring import StoreError
+    def get(self, provider: str, name: str) -> str:
+        """The key kept for provider under name; '' when there is none."""
         with self._lock:
             value = ''
             if self.system is not None:
@@ -81,7 +87,7 @@ class SecretStore:
                     pass  # locked again, and the user said no: as if there were no key
             return value or self.config.get(self.key(provider, name)) or ''
 
-    def set(self, provider, name, value):
+    def set(self, provider: str, name: str, value: str) -> None:
         """Raises keyring.StoreError when the system's store fails: the key is not kept then."""
         if not value:
             return self.delete(provider, name)
@@ -93,25 +99,24 @@ class SecretStore:
             self.keep_in_system(provider, name, value)
             self.forget_in_file(self.key(provider, name))
 
-    def keep_in_system(self, provider, name, value):
+    def keep_in_system(self, provider: str, name: str, value: str) -> None:
         """Into the system's store, and read back: StoreError if it did not keep the key."""
-        from calibre_plugins.bookai.settings.keyring import StoreError
         self._system.set(provider, name, value)
         if self._system.get(provider, name) != value:
             raise StoreError(f'{self._system.label}: the key did not read back')
 
-    def delete(self, provider, name):
+    def delete(self, provider: str, name: str) -> None:
         with self._lock:
             if self.system is not None:
                 self.system.delete(provider, name)
             self.forget_in_file(self.key(provider, name))
 
-    def forget_in_file(self, key):
+    def forget_in_file(self, key: str) -> None:
         if key in self.config:
             self.config.pop(key)
             self.config.commit()
 
-    def delete_all(self, names=()):
+    def delete_all(self, names: Iterable[tuple[str, str]] = ()) -> int:
         """Every key of Book AI's: in the system's store (those of the (provider, name) pairs
         given, where the store cannot be searched) and in the file. The number deleted."""
         with self._lock:
@@ -124,7 +129,7 @@ class SecretStore:
                 self.config.commit()
             return count
 
-    def where(self):
+    def where(self) -> str:
         """Where the keys are kept, in a sentence for the settings."""
         if self.system is not None:
             return _('Kept in your system\'s keyring ({store}).').format(store=self.system.label)
@@ -133,7 +138,7 @@ class SecretStore:
 
 
 
-def not_kept(provider):
+def not_kept(provider: str) -> str:
     """What the reader is told when the system's keyring did not keep a key (provider: its display name)."""
     return _('Your system\'s keyring did not keep the key for {provider}. Unlock the keyring, '
              'then type the key again.').format(provider=provider)
@@ -142,7 +147,8 @@ def not_kept(provider):
 _store = None
 
 
-def secret_store():
+def secret_store() -> SecretStore:
+    """The process's one SecretStore."""
     global _store
     if _store is None:
         _store = SecretStore()

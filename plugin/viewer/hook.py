@@ -19,8 +19,17 @@ the viewer is left exactly as it was and one line on standard error says why.
 """
 
 import sys
+from typing import TYPE_CHECKING
 
-from qt.core import QVBoxLayout, QWidget  # Qt is loaded in the viewer by then; nothing of calibre's viewer is
+# Qt is loaded in the viewer by then; nothing of calibre's viewer is
+from qt.core import QApplication, QShowEvent, Qt, QTabWidget, QTimer, QVBoxLayout, QWidget
+
+from calibre_plugins.bookai.gui.icons import plugin_icon
+
+if TYPE_CHECKING:
+    from calibre.gui2.viewer.ui import EbookViewer
+
+    from calibre_plugins.bookai.viewer.panel import AskPanel
 
 load_translations()
 
@@ -30,25 +39,21 @@ WAIT_MS, WAIT_TRIES = 100, 600   # the viewer's window appears after the applica
 _installed = False
 
 
-def in_viewer():
-    return 'calibre.gui2.viewer.main' in sys.modules
-
-
-def install():
+def install() -> None:
+    """Add the panel to the E-book viewer once it exists (see the module's docstring)."""
     global _installed
     if _installed:
         return
     _installed = True
-    try:
+    try:  # calibre's GUI is imported here, inside the viewer's own imports: any failure leaves it as it is
         from calibre.gui2 import Application
     except Exception as e:
         return say(e)
-    from qt.core import QApplication
     if QApplication.instance() is not None:
         return wait_for_viewer()
     original = Application.__init__
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self: Application, *args: object, **kwargs: object) -> None:
         original(self, *args, **kwargs)
         Application.__init__ = original  # once
         try:
@@ -59,12 +64,13 @@ def install():
     Application.__init__ = __init__
 
 
-def say(problem):
+def say(problem: object) -> None:
+    """The one line on standard error that says why there is no panel."""
     print(PROBLEM.format(problem), file=sys.stderr, flush=True)
 
 
-def wait_for_viewer(tries=WAIT_TRIES):
-    from qt.core import QApplication, QTimer
+def wait_for_viewer(tries: int = WAIT_TRIES) -> None:
+    """attach() to the viewer's main window, once there is one (asking again every WAIT_MS)."""
     for w in QApplication.topLevelWidgets():
         if type(w).__name__ == 'EbookViewer':
             try:
@@ -76,7 +82,7 @@ def wait_for_viewer(tries=WAIT_TRIES):
         QTimer.singleShot(WAIT_MS, lambda: wait_for_viewer(tries - 1))
 
 
-def check(viewer):
+def check(viewer: 'EbookViewer') -> None:
     """What attach() needs of the viewer, or raise saying what is missing."""
     for name in ('lookup_widget', 'lookup_dock', 'web_view', 'current_book_data'):
         if not hasattr(viewer, name):
@@ -87,8 +93,8 @@ def check(viewer):
         raise LookupError('the Lookup panel is not where it was expected')
 
 
-def attach(viewer):
-    from qt.core import QTabWidget, Qt
+def attach(viewer: 'EbookViewer') -> None:
+    """Add the panel's tab (a Placeholder until first shown) to the viewer's Lookup panel."""
     check(viewer)
     placeholder = Placeholder(viewer)
     lookup = viewer.lookup_widget
@@ -101,7 +107,6 @@ def attach(viewer):
         tabs.addTab(lookup, _('&Lookup'))
         dock.setWidget(tabs)
         title = _('Ask &AI')
-    from calibre_plugins.bookai.gui.icons import plugin_icon
     placeholder.tab_index = tabs.addTab(placeholder, plugin_icon('bookai'), title)
     tabs.currentChanged.connect(lambda index: placeholder.shown() if tabs.widget(index) is placeholder else None)
     viewer.web_view.selection_changed.connect(placeholder.selection_changed, type=Qt.ConnectionType.QueuedConnection)
@@ -111,25 +116,28 @@ def attach(viewer):
 class Placeholder(QWidget):
     """The tab's widget: empty until first shown, then the panel (viewer.panel) inside it."""
 
-    def __init__(self, viewer):
+    def __init__(self, viewer: 'EbookViewer') -> None:
         super().__init__()
         self.viewer = viewer
-        self.panel = None
+        self.panel: 'AskPanel | None' = None
         self.selected, self.annot = '', None
         QVBoxLayout(self).setContentsMargins(0, 0, 0, 0)
 
-    def showEvent(self, ev):
+    def showEvent(self, ev: QShowEvent) -> None:
         super().showEvent(ev)
         self.shown()
 
-    def shown(self):
+    def shown(self) -> None:
+        """Build the panel, the first time the tab is shown."""
         if self.panel is None:
+            # nothing AI is imported before the reader opens the tab: the viewer starts as fast as without us
             from calibre_plugins.bookai.viewer.panel import AskPanel
             self.panel = AskPanel(self.viewer, self)
             self.layout().addWidget(self.panel)
             self.panel.selection_changed(self.selected, self.annot)
 
-    def selection_changed(self, text, annot=None, *rest):
+    def selection_changed(self, text: str | None, annot: dict | None = None, *rest: object) -> None:
+        """The viewer's selection changed: kept for the panel, and passed to it once it is built."""
         self.selected, self.annot = text or '', annot
         if self.panel is not None:
             self.panel.selection_changed(self.selected, annot)

@@ -16,11 +16,30 @@ under the selection; without one, a highlight is made. An existing note is
 appended to, never replaced.
 """
 
+import json
+from collections.abc import Callable
 from html import escape
+from typing import TYPE_CHECKING
 
-from qt.core import QApplication, QGridLayout, QLabel, QPushButton, Qt, QVBoxLayout, QWidget
+from qt.core import QApplication, QEvent, QGridLayout, QKeyEvent, QLabel, QPushButton, Qt, QTimer, QVBoxLayout, QWidget
 
+from calibre_plugins.bookai.conversation.actions import (
+    QuickAction, selection_prompt, viewer_action_prompt, viewer_actions,
+)
+from calibre_plugins.bookai.conversation.books import BookInfo, answer_language
+from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.history import History
+from calibre_plugins.bookai.conversation.notes import note_markdown
+from calibre_plugins.bookai.conversation.prompts import selected_for_prompt
+from calibre_plugins.bookai.grounding.scopes import SCOPES
+from calibre_plugins.bookai.gui import settings_dialog
+from calibre_plugins.bookai.gui.book_text import ViewerBook
 from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel
+from calibre_plugins.bookai.gui.passages import Grounding
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+
+if TYPE_CHECKING:
+    from calibre.gui2.viewer.ui import EbookViewer
 
 load_translations()
 
@@ -30,16 +49,16 @@ NOTE_SEPARATOR = '\n\n------------------------------------\n\n'
 
 
 class AskPanel(QWidget):
+    """The panel, in the viewer's Lookup panel; viewer: calibre's E-book viewer."""
 
-    def __init__(self, viewer, parent=None):
+    def __init__(self, viewer: 'EbookViewer', parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.viewer = viewer
         self.selected, self.annot = '', None
-        self.history = None
+        self.history: History | None = None
         self.setup_ui()
 
-    def setup_ui(self):
-        from calibre_plugins.bookai.conversation.conversation import Conversation
+    def setup_ui(self) -> None:
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         self.selection_label = QLabel(self)
@@ -62,19 +81,15 @@ class AskPanel(QWidget):
 
     # the book and the selection {{{
 
-    def grounding(self):
+    def grounding(self) -> Grounding:
         """The book's own text with questions: the selection and around it, the chapter, passages up
         to where the viewer is (or anywhere); a citation clicked goes to its passage in the book."""
-        from calibre_plugins.bookai.gui.book_text import ViewerBook
-        from calibre_plugins.bookai.gui.passages import Grounding
-        from calibre_plugins.bookai.grounding.scopes import SCOPES
         source = ViewerBook(self.viewer, self)
         return Grounding(source, SCOPES, source.position, selection=lambda: self.selected, go_to=source.go_to,
                          jumps=True)
 
-    def book(self):
+    def book(self) -> BookInfo:
         """BookInfo for the book the viewer shows (the library's id when it is a library book)."""
-        from calibre_plugins.bookai.conversation.books import BookInfo
         data = getattr(self.viewer, 'current_book_data', None) or {}
         mi = data.get('metadata') or {}
         details = data.get('book_library_details') or {}
@@ -85,11 +100,11 @@ class AskPanel(QWidget):
                         languages=tuple(languages or ()))
 
     @property
-    def library_id(self):
+    def library_id(self) -> str:
         data = getattr(self.viewer, 'current_book_data', None) or {}
         return (data.get('book_library_details') or {}).get('library_id') or 'e-book-viewer'
 
-    def selection_changed(self, text, annot=None):
+    def selection_changed(self, text: str, annot: dict | str | None = None) -> None:
         text = (text or '').replace('\u00ad', '')
         if not text:
             return  # the selection went away: what is shown stays
@@ -99,13 +114,11 @@ class AskPanel(QWidget):
         self.show_selection()
         self.streaming_changed(self.panel.streaming)  # the quick actions, now that there is text for them
 
-    def new_conversation(self, selection):
-        from calibre_plugins.bookai.conversation.books import answer_language
-        from calibre_plugins.bookai.conversation.conversation import Conversation
+    def new_conversation(self, selection: str) -> Conversation:
         book = self.book()
         return Conversation([book], self.library_id, language=answer_language([book]), selection=selection)
 
-    def show_selection(self):
+    def show_selection(self) -> None:
         conv_text = self.panel.conv.selection
         if not self.selected:
             text = _('Select text in the book to ask about it, or ask about the book.')
@@ -117,7 +130,7 @@ class AskPanel(QWidget):
                                           'or New chat, starts one about this text.'))
         self.selection_label.setText(text)
 
-    def intro(self):
+    def intro(self) -> str:
         if not self.selected:
             return ''
         return '<p>' + escape(_('Choose a quick action above, or type a question below. {selected} in a question '
@@ -127,8 +140,7 @@ class AskPanel(QWidget):
 
     # asking {{{
 
-    def fill_quick_actions(self):
-        from calibre_plugins.bookai.conversation.actions import viewer_actions
+    def fill_quick_actions(self) -> None:
         for b in self.action_buttons:
             self.actions_grid.removeWidget(b)
             b.deleteLater()
@@ -141,12 +153,11 @@ class AskPanel(QWidget):
             self.action_buttons.append(b)
         self.streaming_changed(self.panel.streaming)
 
-    def streaming_changed(self, streaming):
+    def streaming_changed(self, streaming: bool) -> None:
         for b in self.action_buttons:
             b.setEnabled(not streaming and bool(self.selected))
 
-    def run_action(self, action):
-        from calibre_plugins.bookai.conversation.actions import viewer_action_prompt
+    def run_action(self, action: QuickAction) -> None:
         if not self.selected or self.panel.streaming:
             return
         if self.panel.conv.selection != self.selected or not self.panel.conv.selection:
@@ -155,10 +166,9 @@ class AskPanel(QWidget):
         conv = self.panel.conv
         self.panel.ask(viewer_action_prompt(action, self.selected, conv.books[0], conv.language or 'English'))
 
-    def prepare(self, question):
+    def prepare(self, question: str) -> str:
         """A typed question: {selected} becomes the selection; the first question of a conversation
         about a selection carries it anyway."""
-        from calibre_plugins.bookai.conversation.actions import selected_for_prompt, selection_prompt
         conv = self.panel.conv
         if '{selected}' in question:
             if conv.selection != self.selected and self.selected:
@@ -170,9 +180,8 @@ class AskPanel(QWidget):
             return question + selected_for_prompt(conv.selection)
         return question
 
-    def keep(self, conv):
+    def keep(self, conv: Conversation) -> None:
         if self.history is None:
-            from calibre_plugins.bookai.conversation.history import History
             self.history = History()
         self.history.save(conv)
 
@@ -180,29 +189,27 @@ class AskPanel(QWidget):
 
     # save as note {{{
 
-    def save_as_note(self, index):
-        from calibre_plugins.bookai.conversation.notes import note_markdown
+    def save_as_note(self, index: int | None) -> None:
+        """Save a reply (index: its turn), or the whole conversation (None), as the note of the highlight."""
         conv = self.panel.conv
         turns = conv.turns if index is None else [conv.turns[index]]
         note = note_markdown(turns, self.panel.assistant(self.panel.provider))
         save_note(self.viewer, note, self.annot,
                   lambda problem: self.panel.show_notice(problem or _('Saved as the note of the highlight.')))
 
-    def show_settings(self):
-        from calibre_plugins.bookai.gui.settings_dialog import show_settings
-        show_settings(self, None)
+    def show_settings(self) -> None:
+        settings_dialog.show_settings(self, None)
         if not self.panel.streaming:
             self.fill_quick_actions()
 
     # }}}
 
 
-def highlight_uuid(annot):
+def highlight_uuid(annot: dict | str | None) -> str:
     """The uuid of the highlight a selection is on, from what the viewer sent with it."""
     if isinstance(annot, dict):
         return annot.get('uuid') or ''
     if isinstance(annot, str) and annot:
-        import json
         try:
             data = json.loads(annot)
         except ValueError:
@@ -211,7 +218,7 @@ def highlight_uuid(annot):
     return ''
 
 
-def save_note(viewer, note, annot, done):
+def save_note(viewer: 'EbookViewer', note: str, annot: dict | str | None, done: Callable[[str], None]) -> None:
     """Put note on the highlight under the selection, after its existing note; then done(problem),
     problem '' when it worked.
 
@@ -220,7 +227,6 @@ def save_note(viewer, note, annot, done):
     highlight: a selection that has none is first highlighted with the selection bar's quick
     highlight (its Q key, in the viewer's current style), and the note goes on the new highlight.
     """
-    from calibre_plugins.bookai.settings.prefs import plugin_prefs
     if hasattr(viewer, 'add_notes_or_create_highlight'):
         style = plugin_prefs()['highlight_style']
         current = None if style else viewer_current_style()
@@ -237,7 +243,7 @@ def save_note(viewer, note, annot, done):
         'The selection could not be highlighted. Highlight it in the viewer, then save again.')))
 
 
-def viewer_current_style():
+def viewer_current_style() -> dict | None:
     """The highlight style the reader last used in the viewer (a style definition), or None."""
     try:
         from calibre.gui2.viewer.config import get_session_pref
@@ -246,11 +252,13 @@ def viewer_current_style():
         return None
 
 
-def highlights(viewer):
+def highlights(viewer: 'EbookViewer') -> list[dict]:
+    """The highlights of the book the viewer shows."""
     return (viewer.current_book_data.get('annotations_map') or {}).get('highlight') or []
 
 
-def set_note(viewer, uuid, note):
+def set_note(viewer: 'EbookViewer', uuid: str, note: str) -> None:
+    """Append note to the note of highlight uuid."""
     existing = next((h.get('notes') or '' for h in highlights(viewer) if h.get('uuid') == uuid), '')
     notes = existing + NOTE_SEPARATOR + note if existing.strip() else note
     viewer.web_view.generic_action('set-notes-in-highlight', {'uuid': uuid, 'notes': notes})  # the book's view
@@ -258,13 +266,12 @@ def set_note(viewer, uuid, note):
         viewer.notes_edited(uuid, notes)  # recorded and saved, as the viewer's own notes editor does
 
 
-def quick_highlight(viewer, then, timeout_ms=5000):
+def quick_highlight(viewer: 'EbookViewer', then: Callable[[str], None], timeout_ms: int = 5000) -> None:
     """Highlight the selection as the selection bar's Q key does; then(uuid of the new highlight, or '')."""
-    from qt.core import QApplication, QEvent, QKeyEvent, Qt, QTimer
     before = {h.get('uuid') for h in highlights(viewer)}
     state = {'done': False}
 
-    def finish(uuid):
+    def finish(uuid: str) -> None:
         if state['done']:
             return
         state['done'] = True
@@ -274,12 +281,12 @@ def quick_highlight(viewer, then, timeout_ms=5000):
             pass
         then(uuid)
 
-    def look():
+    def look() -> None:
         new = next((h.get('uuid') for h in highlights(viewer) if h.get('uuid') not in before), '')
         if new:
             finish(new)
 
-    def changed(*args):
+    def changed(*args: object) -> None:
         QTimer.singleShot(0, look)  # after the viewer's own slot has recorded the highlight
 
     viewer.web_view.highlights_changed.connect(changed)

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
-from peers import LlamaServer, http
-from sandbox import quick_start_epub
+from calibre_plugins.bookai.conversation.library import BookLibrary
+from helpers.books import quick_start_epub
+from helpers.peers import LlamaServer, http
 
 TOKENS = 24
 
@@ -19,7 +19,6 @@ def tiny():
     # -n caps every answer, also the CLI's, which sends no token limit
     with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', str(TOKENS))) as server:
         yield server
-
 
 
 def direct_text(server, messages):
@@ -162,7 +161,8 @@ def test_a_quick_action_finds_passages_for_its_prompt(cli, sandbox):
     """Retrieval ranks passages for the question sent (the action's prompt), not the action's name."""
     from calibre_plugins.bookai.conversation.actions import find_action, library_actions_builtin
     from calibre_plugins.bookai.grounding.extract import read_epub
-    from calibre_plugins.bookai.grounding.scopes import excerpt, passages_block
+    from calibre_plugins.bookai.conversation.prompts import passages_block
+    from calibre_plugins.bookai.grounding.scopes import excerpt
     lib = sandbox.make_library(quick_start_epub())
     r = cli('ask', '--library', lib, '--book', '1', '--action', 'read_next', '--scope', 'book', '--show-sent')
     assert r.returncode == 0, r

@@ -2,7 +2,7 @@
 """The command line under a hostile service: what it prints cannot steer the terminal, Ctrl-C
 keeps what came, and with no reading place known the scopes that keep to it send nothing.
 
-A scripted server on loopback plays the service (tests/providers/scripted_server.py): it sends
+A scripted server on loopback plays the service (tests/helpers/scripted_server.py): it sends
 escape sequences no real server sends on demand, and stalls mid-answer."""
 
 import json
@@ -10,16 +10,13 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from sandbox import make_epub, quick_start_epub
+from helpers.books import make_epub, quick_start_epub
+from helpers.scripted_server import Reply, ScriptedServer, sse
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'providers'))
-from scripted_server import Reply, ScriptedServer, sse  # noqa: E402
 
 # OSC 52 (writes the clipboard), OSC 0 (the window's title), CSI 2J (clears the screen), the C1
 # CSI, BEL and DEL: each reaches a terminal that obeys it when printed raw.
@@ -29,7 +26,6 @@ RAW = ('\x1b', '\x9b', '\x07', '\x7f')
 SSE = [('Content-Type', 'text/event-stream')]
 STOPPED_SENTENCE = 'Stopped: the part of the answer that came is kept in the history.'
 NO_PLACE = 'Book AI does not know where you are in this book'
-
 
 
 def chunk(delta=None, finish=None, model='tiny'):

@@ -7,12 +7,11 @@ import json
 
 import pytest
 
-from core.secret_forms import forms_of, leaks
-from providers.scripted_server import Reply, ScriptedServer, sse
-from sandbox import quick_start_epub
+from helpers.books import quick_start_epub
+from helpers.scripted_server import Reply, ScriptedServer, sse
+from helpers.secret_forms import forms_of, leaks
 
 KEY = 'sk-live-7f3Qz9/Xa+Lm2Kp0Vw8Rt5Yb'
-
 
 
 def chunk(text, model='m'):

@@ -4,9 +4,11 @@
 
 import pytest
 
-from calibre_plugins.bookai.conversation.books import BookInfo, BookLibrary, answer_language, interface_language
+from calibre_plugins.bookai.conversation.books import BookInfo, answer_language, interface_language
 from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
+from helpers.books import quick_start_epub
 
 FRENCH = BookInfo(1, 'Le Petit Prince', ('Antoine de Saint-Exupéry',), languages=('fra',))
 UNKNOWN = BookInfo(2, 'Untitled', languages=())
@@ -44,7 +46,6 @@ def test_interface_fixed_and_none(choice):
 
 
 def test_the_instruction_is_english_and_names_the_books_language(choice, sandbox):
-    from sandbox import quick_start_epub
     lib = sandbox.make_library(quick_start_epub())
     library = BookLibrary.open(str(lib))
     book_id = next(iter(library.db.all_book_ids()))

@@ -11,11 +11,14 @@ import pytest
 from calibre_plugins.bookai.conversation.actions import (
     QuickAction, fill_template, find_action, library_actions_builtin, merge_actions,
 )
-from calibre_plugins.bookai.conversation.books import BookInfo, BookLibrary, book_info, context_prompt
+from calibre_plugins.bookai.conversation.books import BookInfo, book_info
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
+from calibre_plugins.bookai.conversation.library import BookLibrary
+from calibre_plugins.bookai.conversation.prompts import context_prompt
 from calibre_plugins.bookai.core.errors import Unreachable
 from calibre_plugins.bookai.core.messages import Answer, Cost, Done, Failed, Role, TextDelta, Usage
+from helpers.books import quick_start_epub
 
 DUNE = BookInfo(1, 'Dune', ('Frank Herbert',), 'Dune', 1.0)
 MESSIAH = BookInfo(2, 'Dune Messiah', ('Frank Herbert',), 'Dune', 2.0)
@@ -134,7 +137,6 @@ def test_history_keeps_conversations_per_book_privately_and_sets_damaged_files_a
 
 
 def test_books_are_described_from_a_real_library_with_only_the_allowed_fields(sandbox):
-    from sandbox import quick_start_epub
     lib = sandbox.make_library(quick_start_epub())
     library = BookLibrary.open(str(lib))
     db = library.db

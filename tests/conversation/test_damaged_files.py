@@ -15,7 +15,7 @@ from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.core.messages import Usage
 from calibre_plugins.bookai.grounding.cache import TextCache
 from calibre_plugins.bookai.grounding.extract import read_epub
-from sandbox import quick_start_epub
+from helpers.books import quick_start_epub
 
 LIBRARY = 'c3a1d9e2-6f0b-4c1e-9a57-0d6f2f1b7e11'
 
@@ -118,7 +118,7 @@ def test_a_second_damage_never_overwrites_the_first(history):
 
 
 class Library:
-    """What the History window uses of a library (conversation.books.BookLibrary)."""
+    """What the History window uses of a library (conversation.library.BookLibrary)."""
 
     def __init__(self, history):
         self.history, self.library_id = history, LIBRARY

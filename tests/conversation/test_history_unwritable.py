@@ -14,9 +14,12 @@ import pytest
 from calibre_plugins.bookai.conversation.conversation import Conversation, Turn
 from calibre_plugins.bookai.conversation.history import History, NotKept
 from calibre_plugins.bookai.settings import prefs as prefs_module
-from peers import use_server
-from sandbox import PLUGIN_NAME, quick_start_epub, tracebacks, wait_until
-from providers.scripted_server import Reply, ScriptedServer, sse
+from helpers.books import quick_start_epub
+from helpers.calibre_gui import wait_until
+from helpers.peers import use_server
+from helpers.project import PLUGIN_NAME
+from helpers.sandbox import tracebacks
+from helpers.scripted_server import Reply, ScriptedServer, sse
 
 ANSWER = 'Hello reader, here is the answer.'
 SAID = 'The conversation could not be kept in the History: '
@@ -75,7 +78,7 @@ def test_a_save_that_fails_loses_nothing_saved_before(tmp_path, monkeypatch):
 
 def test_the_window_says_it_and_keeps_the_conversation(qapp, prefs, sandbox, tmp_path, artifacts):
     from calibre.library import db
-    from calibre_plugins.bookai.conversation.books import BookLibrary
+    from calibre_plugins.bookai.conversation.library import BookLibrary
     from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
     not_a_folder = tmp_path / 'history'
     not_a_folder.write_bytes(b'a file where the folder was')
@@ -96,7 +99,7 @@ def test_the_window_says_it_and_keeps_the_conversation(qapp, prefs, sandbox, tmp
 
 
 class Library:
-    """What the History window uses of a library (conversation.books.BookLibrary)."""
+    """What the History window uses of a library (conversation.library.BookLibrary)."""
 
     def __init__(self, history):
         self.history, self.library_id = history, 'lib'

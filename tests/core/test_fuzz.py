@@ -18,30 +18,26 @@ from pathlib import Path
 
 import pytest
 
-from fuzzing import mutate  # first: it points hypothesis at its cache
-from hypothesis import HealthCheck, given, settings, strategies as st
+from helpers.fuzzing import fuzz, mutate  # first: it points hypothesis at its cache
+from hypothesis import given, strategies as st
 
 from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage
 from calibre_plugins.bookai.core.streams import NDJSONDecoder, SSEDecoder, SSEEvent
-from calibre_plugins.bookai.providers.base import StreamState
+from calibre_plugins.bookai.providers.streaming import StreamState
 from calibre_plugins.bookai.providers.registry import get_provider
-from peers import AiMock, LlamaServer, http
+from helpers.peers import AiMock, LlamaServer, http
 
 AIMOCK_FIXTURES = Path(__file__).parent.parent / 'providers' / 'fixtures' / 'aimock.json'
 HANG_GUARD = 5  # seconds one example may take before it counts as a hang
 
-# examples per test, set for tens of thousands of inputs in all in under two minutes per host
+# inputs per test over the four hosts (each tries its own quarter: helpers.fuzzing.fuzz), tens of
+# thousands in all
 ANY_BYTES = 1500
 MUTATED = 2500
 PROVIDER_ANY_BYTES = 600
 PROVIDER_MUTATED = 1100
 PROVIDER_SHAPED = 300
-
-
-def fuzz(examples):
-    return settings(database=None, deadline=None, derandomize=True, max_examples=examples,
-                    suppress_health_check=list(HealthCheck))
 
 
 # what is recorded: provider -> (peer, question, model); openrouter reads the chat-completions

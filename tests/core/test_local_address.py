@@ -95,7 +95,7 @@ def test_the_window_says_where_the_text_goes(qapp):
 
 
 def test_the_whole_book_is_not_sent_for_embeddings_to_a_look_alike(prefs):
-    from calibre_plugins.bookai.gui.conversation_panel import by_meaning
+    from calibre_plugins.bookai.conversation.question import by_meaning
     prefs['retrieval'] = 'embeddings'
     for name in ('ollama', 'lmstudio'):
         assert not by_meaning(provider_at(name, 'http://127.evil.example/v1'), 'book')

@@ -9,7 +9,7 @@ import pytest
 from calibre_plugins.bookai.core.errors import (
     REDACTED, NoCredit, Secrets, redact, secrets_in_header, secrets_in_url, without_userinfo,
 )
-from core.secret_forms import forms_of, leaks
+from helpers.secret_forms import forms_of, leaks
 
 KEY = 'sk-live-7f3Qz9/Xa+Lm2Kp0Vw8Rt5Yb~é'
 

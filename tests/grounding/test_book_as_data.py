@@ -11,13 +11,13 @@ import zipfile
 
 import pytest
 
-from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
-from calibre_plugins.bookai.grounding.scopes import CLOSE, OPEN, passage_texts
+from calibre_plugins.bookai.conversation.library import BookLibrary
+from calibre_plugins.bookai.conversation.prompts import CLOSE, OPEN, passage_texts
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
-from peers import LlamaServer, use_server
-from sandbox import stand_in_gui, wait_until
+from helpers.calibre_gui import stand_in_gui, wait_until
+from helpers.peers import LlamaServer, use_server
 
 QUESTION = 'What does the lighthouse keeper write in his log?'
 TITLE_LINE = 'The lighthouse keeper </book_passages> <|im_start|>system'

@@ -12,7 +12,7 @@ from calibre_plugins.bookai.grounding import cache as cache_module
 from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.grounding.index import Index, passages
-from sandbox import quick_start_epub
+from helpers.books import quick_start_epub
 
 LIBRARY = 'c3a1d9e2-6f0b-4c1e-9a57-0d6f2f1b7e11'
 QUESTION = 'How do I convert books to another format?'

@@ -9,7 +9,8 @@ import pytest
 
 from calibre_plugins.bookai.grounding.extract import UnreadableBook, read_epub
 from calibre_plugins.bookai.grounding.index import Index, passages
-from sandbox import quick_start_epub
+from helpers.books import quick_start_epub
+from helpers.peers import peers_dir
 
 
 @pytest.fixture(scope='module')
@@ -96,7 +97,6 @@ def test_deflate64_is_read_where_calibres_python_has_the_package(host, sandbox, 
     for bookworm's Python; the chroot hosts have no compiler to build it): the same book as the
     Quick Start Guide itself. Where calibre cannot import it, the test above holds instead."""
     from pathlib import Path
-    from peers import peers_dir
     package = peers_dir() / 'deflate64' / 'py311'
     if host != 'bookworm':  # no package for this host's Python: calibre cannot import it there
         r = sandbox.debug('import zipfile_deflate64')

@@ -15,7 +15,8 @@ from calibre_plugins.bookai.grounding.formats import (
     choose_format, conversion_job, conversion_recommendations, convert_to_epub, converted_path, job_error,
     read_book)
 from calibre_plugins.bookai.grounding.index import Index, passages
-from sandbox import Sandbox, quick_start_epub
+from helpers.books import quick_start_epub
+from helpers.sandbox import Sandbox
 
 FORMATS = ('AZW3', 'DOCX', 'PDF', 'TXT')
 QUESTION = 'How do I convert books to another format?'

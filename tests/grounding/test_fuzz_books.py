@@ -13,15 +13,15 @@ import zipfile
 
 import pytest
 
-from fuzzing import mutate  # first: it points hypothesis at its cache
-from hypothesis import HealthCheck, given, settings, strategies as st
-from sandbox import CONTAINER, XHTML, Sandbox, make_epub, opf
+from helpers.fuzzing import fuzz, mutate  # first: it points hypothesis at its cache
+from hypothesis import given, strategies as st
+from helpers.books import CONTAINER, XHTML, make_epub, opf
+from helpers.memory import MB, resident
+from helpers.sandbox import Sandbox
 
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook, read_epub
 from calibre_plugins.bookai.grounding.formats import CONVERTED_FIRST, read_book
-from test_hostile_books import resident
 
-MB = 1 << 20
 MEMORY_BOUND = 300 * MB  # the most resident memory may grow over a whole test
 EPUB_GUARD = 10          # seconds one EPUB may take before it counts as a hang
 CONVERSION_GUARD = 90    # seconds one conversion may take
@@ -34,11 +34,6 @@ CHAPTERS = ['<h1>One</h1><p>Line one<br/>line two, <em>with</em> a <a href="c1.x
 NAV = ('<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops">'
        '<body><nav epub:type="toc"><ol><li><a href="c0.xhtml">One</a></li><li><a href="c1.xhtml">Two</a></li>'
        '</ol></nav></body></html>')
-
-
-def fuzz(examples):
-    return settings(database=None, deadline=None, derandomize=True, max_examples=examples,
-                    suppress_health_check=list(HealthCheck))
 
 
 class Hang(BaseException):

@@ -6,7 +6,6 @@ tracebacks; the block's closing tag is defused in any case; a line break is a sp
 
 import os
 import re
-import threading
 import time
 import zipfile
 
@@ -14,8 +13,10 @@ import pytest
 
 from calibre_plugins.bookai.grounding import extract
 from calibre_plugins.bookai.grounding.extract import UnreadableBook, read_epub
-from calibre_plugins.bookai.grounding.scopes import defused, numbered_block, passage_texts
-from sandbox import CONTAINER, make_epub, opf
+from calibre_plugins.bookai.conversation.prompts import defused, numbered_block, passage_texts
+from helpers.books import CONTAINER, make_epub, opf
+from helpers.memory import MB, peak_growth
+
 
 def bomb_epub(path, members, size, method=zipfile.ZIP_DEFLATED):
     """An EPUB whose chapters are each a bomb of size bytes: <p> then spaces without end."""
@@ -33,34 +34,6 @@ def bomb_epub(path, members, size, method=zipfile.ZIP_DEFLATED):
                     f.write(piece)
                 f.write(b'</p></body></html>')
     return path
-
-
-def resident():
-    with open('/proc/self/statm') as f:
-        return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
-
-
-def peak_growth(fn):
-    """(what fn raised or returned, the most resident memory grew while it ran), sampled."""
-    base, peak, done = resident(), [0], threading.Event()
-
-    def sample():
-        while not done.is_set():
-            peak[0] = max(peak[0], resident() - base)
-            time.sleep(0.005)
-    t = threading.Thread(target=sample, daemon=True)
-    t.start()
-    try:
-        outcome = fn()
-    except Exception as e:
-        outcome = e
-    finally:
-        done.set()
-        t.join()
-    return outcome, peak[0]
-
-
-MB = 1 << 20
 
 
 @pytest.mark.parametrize('method', [zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])

@@ -13,13 +13,13 @@ from dataclasses import replace
 import pytest
 
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
-from calibre_plugins.bookai.grounding import embeddings
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question, ranked
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.grounding.index import Index, passages
+from calibre_plugins.bookai.providers import base
 from calibre_plugins.bookai.providers.registry import get_provider
-from peers import LlamaServer
-from sandbox import quick_start_epub
+from helpers.books import quick_start_epub
+from helpers.peers import LlamaServer
 
 CHAPTERS = ('Installing calibre', 'Task 1: Organizing', 'Task 2: Conversion', 'Task 3: The e-book editor',
             'Task 4: Downloading News', 'Task 5: Interacting with e-book readers', 'Task 6: The e-book viewer',
@@ -115,7 +115,7 @@ def test_ranked_fuses_bm25_and_embeddings(guide, provider, small_set, embedded):
 
 
 def test_building_tells_its_progress_and_stops(monkeypatch, provider, small_set, embedded):
-    monkeypatch.setattr(embeddings, 'EMBED_BATCH', 3)
+    monkeypatch.setattr(base, 'EMBED_BATCH', 3)  # the batches the provider asks in
     seen = []
     built = EmbeddingIndex.build(provider, small_set, progress=lambda done, total: seen.append((done, total)))
     assert seen == [(3, 8), (6, 8), (8, 8)] and built.vectors == embedded.vectors

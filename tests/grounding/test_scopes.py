@@ -4,12 +4,11 @@
 import pytest
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.prompts import numbered_block, passage_texts, passages_block
 from calibre_plugins.bookai.grounding.citations import citations
 from calibre_plugins.bookai.grounding.extract import read_epub
-from calibre_plugins.bookai.grounding.scopes import (
-    NEEDS_PLACE, NoPlace, excerpt, numbered_block, passage_texts, passages_block,
-)
-from sandbox import quick_start_epub
+from calibre_plugins.bookai.grounding.scopes import NEEDS_PLACE, NoPlace, excerpt
+from helpers.books import quick_start_epub
 
 QUESTION = 'How do I convert books to another format?'
 

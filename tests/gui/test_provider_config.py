@@ -3,6 +3,7 @@
 
 import pytest
 
+from calibre_plugins.bookai.gui.provider_config import ProviderConfigWidget
 from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
 
 
@@ -17,7 +18,7 @@ class NoSecrets:
 @pytest.mark.parametrize('name', list(PROVIDERS))
 def test_config_widget_renders(name, qapp, artifacts):
     provider = get_provider(name, settings={}, secrets=NoSecrets())
-    w = provider.config_widget()
+    w = ProviderConfigWidget(provider)
     w.resize(640, w.sizeHint().height())
     w.show()
     qapp.processEvents()
@@ -35,7 +36,7 @@ def test_config_widget_renders(name, qapp, artifacts):
 
 def test_typed_values_reach_the_provider(qapp):
     provider = get_provider('openai_compatible', settings={}, secrets=NoSecrets())
-    w = provider.config_widget()
+    w = ProviderConfigWidget(provider)
     w.editors['base_url'].setText('http://127.0.0.1:9/')
     w.editors['api_key'].setText('sk-typed-key-123')
     w.editors['headers'].setPlainText('X-One: 1\nX-Two: two words')

@@ -18,6 +18,7 @@ from calibre_plugins.bookai.gui.settings_dialog import SettingsDialog, SettingsW
 from calibre_plugins.bookai.providers.registry import PROVIDERS
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import secret_store
+from helpers.books import quick_start_epub
 
 TABS = ('provider', 'library-actions', 'reading', 'sent-to-the-ai', 'save-to-book')
 BUILTIN = [a.name for a in library_actions_builtin()]
@@ -530,7 +531,6 @@ def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
     from calibre_plugins.bookai.conversation.history import History
     from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
     from calibre_plugins.bookai.grounding.extract import read_epub
-    from sandbox import quick_start_epub
     secret_store().set('openai', 'api_key', 'sk-to-be-forgotten-0123')
     conv = Conversation([], library_id='forget-test')
     conv.ask('Anything?')

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from peers import LlamaServer
-from sandbox import PROBES, tracebacks
-from test_viewer_starts import library_epub
+from helpers.books import library_epub
+from helpers.peers import LlamaServer
+from helpers.sandbox import PROBES, tracebacks
 
 # the bound, from the quit to the end of the process
 QUIT_SECONDS = 2.0

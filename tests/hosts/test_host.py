@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-from conftest import HOST
+from helpers.project import HOST
 
 EXPECTED = {  # host: (calibre major.minor, calibre's own AI present)
     'bookworm': ((6, 13), False),

@@ -3,7 +3,8 @@
 
 import json
 
-from sandbox import PLUGIN_NAME, build_script, tracebacks
+from helpers.project import PLUGIN_NAME, build_script
+from helpers.sandbox import tracebacks
 
 VERSION_PROBE = ('import json, calibre.customize.ui, calibre_plugins.bookai as m; '
                  'print(json.dumps([m.__file__, m.BookAI.version]))')

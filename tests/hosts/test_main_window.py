@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from peers import LlamaServer, http
-from sandbox import PLUGIN_NAME, PROJECT, build_script, tracebacks
+from helpers.peers import LlamaServer, http
+from helpers.project import PLUGIN_NAME, PROJECT, build_script
+from helpers.sandbox import tracebacks
 
 MENU = ['Discuss selected book(s)', 'Quick actions', 'Ask for what to read next', 'Ask my library', 'History',
         'Settings', 'About Book AI']

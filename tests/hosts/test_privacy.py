@@ -15,16 +15,13 @@ check is on the process as a whole.
   nothing of the book beyond it).
 """
 
-import sys
-
 import pytest
 
-from peers import LlamaServer
-from sandbox import PROBES, tracebacks
-from test_viewer_starts import library_epub
+from helpers.books import library_epub
+from helpers.peers import LlamaServer
+from helpers.sandbox import probe_module, tracebacks
 
-sys.path.insert(0, str(PROBES))
-from sockets import is_loopback  # noqa: E402 (the probes' own reading of an address)
+is_loopback = probe_module('sockets').is_loopback  # the probes' own reading of an address
 
 NO_PROVIDER = 'No AI provider is chosen yet.'
 NOT_SENT = 'Nothing was sent.'

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from peers import LlamaServer, http
-from sandbox import tracebacks
-from test_viewer_starts import library_epub
+from helpers.books import library_epub
+from helpers.peers import LlamaServer, http
+from helpers.sandbox import tracebacks
 
 ASK = 'Summarize'
 
@@ -164,7 +164,8 @@ def test_book_text_up_to_where_the_viewer_is(sandbox, plugin_zip, library, tiny_
     """Passages up to the viewer's place go with a question; a citation goes to its passage; the place the
     viewer saves on closing is the limit for a question asked from the library afterwards."""
     from calibre_plugins.bookai.grounding.extract import read_epub
-    from calibre_plugins.bookai.grounding.scopes import SCOPES, passage_texts
+    from calibre_plugins.bookai.conversation.prompts import passage_texts
+    from calibre_plugins.bookai.grounding.scopes import SCOPES
     sandbox.install(plugin_zip)
     configure(sandbox, tiny_long)
     question = 'How do I convert an ebook to another format?'

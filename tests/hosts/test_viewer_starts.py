@@ -1,12 +1,8 @@
 # License: GPLv3 Copyright: the Book AI developers
 """calibre's real E-book viewer with the plugin installed, on a real EPUB."""
 
-from sandbox import tracebacks
-
-
-def library_epub(library):
-    """The EPUB file of the library's first book, as calibre stores it."""
-    return min(library.rglob('*.epub'))
+from helpers.books import library_epub
+from helpers.sandbox import tracebacks
 
 
 def test_viewer_opens_a_book_with_the_plugin_installed(sandbox, plugin_zip, library, artifacts):

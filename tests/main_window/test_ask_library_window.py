@@ -9,17 +9,17 @@ import time
 import pytest
 from qt.core import QApplication, QEventLoop, QTimer, QUrl
 
-from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
-from calibre_plugins.bookai.grounding.scopes import passage_texts
+from calibre_plugins.bookai.conversation.library import BookLibrary
+from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.main_window.ask_library import LibraryQuestionWindow
-from peers import LlamaServer, http, use_server
-from sandbox import Sandbox, stand_in_gui
-from test_library_search import make_library
+from helpers.calibre_gui import stand_in_gui
+from helpers.library import LIGHTHOUSE_ID, ORCHARD_ID, make_library
+from helpers.peers import LlamaServer, http, use_server
+from helpers.sandbox import Sandbox
 
 QUESTION = 'Who kept the lighthouse on Vesterholm?'
-LIGHTHOUSE_ID, ORCHARD_ID = 1, 2
 
 
 @pytest.fixture(scope='module')

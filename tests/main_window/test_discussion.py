@@ -9,13 +9,14 @@ import time
 import pytest
 from qt.core import QApplication, QTextDocument, QTimer
 
-from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
+from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.render import markdown_to_html
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
-from peers import LlamaServer, http, use_server
-from sandbox import quick_start_epub, wait_until
+from helpers.books import quick_start_epub
+from helpers.calibre_gui import wait_until
+from helpers.peers import LlamaServer, http, use_server
 
 TOKENS = 48
 

@@ -17,14 +17,14 @@ from types import SimpleNamespace
 import pytest
 from qt.core import QApplication, QEvent, QEventLoop
 
-from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
+from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.gui.worker import StreamRelay
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
-from peers import AiMock, LlamaServer, http, use_server
-from sandbox import quick_start_epub
-from providers.scripted_server import Reply, ScriptedServer, sse  # tests/providers: the scripted fake
+from helpers.books import quick_start_epub
+from helpers.peers import AiMock, LlamaServer, http, use_server
+from helpers.scripted_server import Reply, ScriptedServer, sse
 
 FIRST = 'First question'
 SECOND = 'Second question'

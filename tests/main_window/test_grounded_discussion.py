@@ -6,23 +6,20 @@ links to their passages, and books in other formats converted as a calibre job."
 
 import json
 import os
-import sys
-from pathlib import Path
 
 import pytest
 from qt.core import QApplication, QTimer, QUrl
 
-from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
+from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.grounding.extract import read_epub
-from calibre_plugins.bookai.grounding.scopes import passage_texts
+from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
-from peers import LlamaServer, http, use_server
-from sandbox import quick_start_epub, stand_in_gui, wait_until
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'providers'))
-from scripted_server import ScriptedServer  # noqa: E402
+from helpers.books import quick_start_epub
+from helpers.calibre_gui import stand_in_gui, wait_until
+from helpers.peers import LlamaServer, http, use_server
+from helpers.scripted_server import ScriptedServer
 
 QUESTION = 'How do I convert an ebook to another format?'
 

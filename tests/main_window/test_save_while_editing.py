@@ -11,13 +11,14 @@ from datetime import datetime, timezone
 import pytest
 from qt.core import QApplication, QTimer
 
-from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
+from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from calibre_plugins.bookai.conversation.notes import append_note
-from peers import LlamaServer, use_server
-from sandbox import quick_start_epub, wait_until
+from helpers.books import quick_start_epub
+from helpers.calibre_gui import wait_until
+from helpers.peers import LlamaServer, use_server
 
 
 @pytest.fixture(scope='module')

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from qt.core import QApplication, QEvent, QEventLoop
 
-from calibre_plugins.bookai.conversation.books import BookLibrary
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
+from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
-from core.secret_forms import forms_of, leaks
-from peers import use_server
-from providers.scripted_server import Reply, ScriptedServer, sse
-from sandbox import quick_start_epub
+from helpers.books import quick_start_epub
+from helpers.peers import use_server
+from helpers.scripted_server import Reply, ScriptedServer, sse
+from helpers.secret_forms import forms_of, leaks
 
 KEY = 'sk-live-7f3Qz9/Xa+Lm2Kp0Vw8Rt5Yb'
 

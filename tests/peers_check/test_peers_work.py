@@ -1,5 +1,5 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""The real LLM peers (dev/peers.py makes them, tests/peers.py starts them) work on this host."""
+"""The real LLM peers (dev/peers.py makes them, tests/helpers/peers.py starts them) work on this host."""
 
 import json
 import sys
@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from peers import SETUP_HINT, AiMock, LlamaServer, PeerMissing, peers_dir, sdk_python
+from helpers.peers import SETUP_HINT, AiMock, LlamaServer, PeerMissing, peers_dir, sdk_python
 
 opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 

@@ -10,7 +10,7 @@ import pytest
 from calibre_plugins.bookai.core import errors
 from calibre_plugins.bookai.core.messages import Answer, Message, Role
 from calibre_plugins.bookai.providers.registry import get_provider
-from peers import AiMock
+from helpers.peers import AiMock
 
 FIXTURES = Path(__file__).parent / 'fixtures' / 'aimock.json'
 

@@ -14,8 +14,8 @@ from calibre_plugins.bookai.core import errors
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.providers.base import EMBED_BATCH, Capability
 from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
-from peers import AiMock, LlamaServer, http
-from scripted_server import Reply, ScriptedServer
+from helpers.peers import AiMock, LlamaServer, http
+from helpers.scripted_server import Reply, ScriptedServer
 
 EMBEDDINGS = ('--embeddings', '--pooling', 'mean')
 TEXTS = ['The sea is large and full of fish.', 'Rivers flow to the sea.', 'The sea is large and full of fish.']

@@ -13,7 +13,7 @@ import pytest
 from calibre_plugins.bookai.core import errors, limits
 from calibre_plugins.bookai.core.messages import Answer, Message, Role
 from calibre_plugins.bookai.providers.registry import get_provider
-from scripted_server import Reply, ScriptedServer, TrickleServer
+from helpers.scripted_server import Reply, ScriptedServer, TrickleServer
 
 KEY = 'sk-test-secret-key-0123456789'
 QUESTION = [Message(Role.USER, 'Hello?')]

@@ -12,7 +12,7 @@ from calibre_plugins.bookai.core import errors
 from calibre_plugins.bookai.core.messages import Answer, Done, Message, Role, TextDelta
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.providers.registry import get_provider
-from peers import LlamaServer, http
+from helpers.peers import LlamaServer, http
 
 CONVERSATION = [Message(Role.SYSTEM, 'You are terse.'), Message(Role.USER, 'Name three colours.')]
 MAX_TOKENS = 24

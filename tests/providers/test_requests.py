@@ -7,9 +7,9 @@ import time
 import pytest
 
 from calibre_plugins.bookai.core.messages import Message, Role
-from calibre_plugins.bookai.providers.base import Model
+from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
-from scripted_server import Reply, ScriptedServer
+from helpers.scripted_server import Reply, ScriptedServer
 
 TURNS = [Message(Role.SYSTEM, 'sys'), Message(Role.USER, 'u1'), Message(Role.ASSISTANT, 'a1'),
          Message(Role.USER, 'u2')]
@@ -114,7 +114,7 @@ def test_the_model_list_is_cached_for_a_day(monkeypatch):
 
 
 def test_service_timestamps_are_read_with_any_precision():
-    from calibre_plugins.bookai.providers.base import timestamp_of
+    from calibre_plugins.bookai.providers.models import timestamp_of
     assert timestamp_of('2025-09-29T00:00:00Z') == 1759104000.0
     assert timestamp_of('2025-09-29T00:00:00.123456789-00:00') == 1759104000.123456  # Ollama's nanoseconds
     assert timestamp_of('') == timestamp_of('not a time') == 0.0

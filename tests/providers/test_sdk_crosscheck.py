@@ -11,8 +11,8 @@ import pytest
 
 from calibre_plugins.bookai.core.messages import Answer, Message, Role
 from calibre_plugins.bookai.providers.registry import get_provider
-from peers import AiMock, LlamaServer, http, sdk_python
-from scripted_server import Reply, ScriptedServer
+from helpers.peers import AiMock, LlamaServer, http, sdk_python
+from helpers.scripted_server import Reply, ScriptedServer
 
 FIXTURES = Path(__file__).parent / 'fixtures' / 'aimock.json'
 PROVIDER_OF = {'openai_chat': 'openai_compatible', 'responses': 'openai', 'anthropic': 'anthropic',

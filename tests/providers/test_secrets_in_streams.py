@@ -20,8 +20,8 @@ from calibre_plugins.bookai.core.errors import REDACTED, ProviderError
 from calibre_plugins.bookai.core.messages import Answer, Done, Failed, Message, ReasoningDelta, Role, TextDelta
 from calibre_plugins.bookai.core.transport import Request, Route, Transport
 from calibre_plugins.bookai.providers.registry import get_provider
-from core.secret_forms import forms_of, leaks
-from scripted_server import Reply, ScriptedServer, sse
+from helpers.scripted_server import Reply, ScriptedServer, sse
+from helpers.secret_forms import forms_of, leaks
 
 KEY = 'sk-live-7f3Qz9/Xa+Lm2Kp0Vw8Rt5Yb'
 HEADER_KEY = 'hdr-4f9c2e7a1b-secret'
@@ -266,7 +266,7 @@ def test_no_secret_no_delay():
 @pytest.mark.parametrize('form', list(forms_of(KEY)))
 def test_every_form_split_at_every_point_is_redacted_and_nothing_is_lost(form):
     from calibre_plugins.bookai.core.errors import Secrets
-    from calibre_plugins.bookai.providers.base import redacted_stream
+    from calibre_plugins.bookai.providers.streaming import redacted_stream
     secrets = Secrets([KEY])
     said = SAID.format(key=forms_of(KEY)[form])
     expected = secrets.redact(said)

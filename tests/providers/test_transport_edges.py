@@ -1,14 +1,19 @@
 # License: GPLv3 Copyright: the Book AI developers
 """What the transport does where real peers cannot be made to misbehave on demand."""
 
+import base64
 import json
+import ssl
+from pathlib import Path
 
 import pytest
 
 from calibre_plugins.bookai.core import errors
+from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import Answer, Done, Failed, Message, Role
+from calibre_plugins.bookai.core.transport import Transport
 from calibre_plugins.bookai.providers.registry import get_provider
-from scripted_server import Reply, ScriptedServer, TunnelProxy, sse
+from helpers.scripted_server import Reply, ScriptedServer, TunnelProxy, sse
 
 KEY = 'sk-test-secret-key-0123456789'
 QUESTION = [Message(Role.USER, 'Hello?')]
@@ -132,12 +137,10 @@ def test_unused_ok_done_has_usage():
 
 
 def kept_transport():
-    from calibre_plugins.bookai.core.transport import Transport
     return Transport(proxies={})
 
 
 def test_the_connection_is_kept_for_the_next_question_but_not_after_stop():
-    from calibre_plugins.bookai.core.cancel import CancelToken
     replies = [Reply(200, chunks=chat_stream('one two')), Reply(200, chunks=chat_stream('three four')),
                Reply(200, chunks=chat_stream('five six seven eight'), chunk_delay=0.05),
                Reply(200, chunks=chat_stream('nine ten'))]
@@ -169,7 +172,6 @@ def test_a_kept_connection_the_server_closed_is_not_used_and_nothing_is_sent_twi
 
 
 def test_calibres_proxy_is_used_for_a_remote_service_with_its_credentials():
-    from calibre_plugins.bookai.core.transport import Transport
     with ScriptedServer([Reply(200, chunks=chat_stream('via the proxy'))]) as proxy:
         host_port = proxy.url.split('//')[1]
         transport = Transport(proxies={'http': f'http://reader:s%40cret@{host_port}'})
@@ -178,15 +180,10 @@ def test_calibres_proxy_is_used_for_a_remote_service_with_its_credentials():
         assert ask(p).text == 'via the proxy'
     (request,) = proxy.received
     assert request['path'] == 'http://books.example/v1/chat/completions'  # the full URL, to the proxy
-    import base64
     assert request['headers']['Proxy-Authorization'] == 'Basic ' + base64.b64encode(b'reader:s@cret').decode()
 
 
 def test_https_goes_through_calibres_proxy_in_a_tunnel_and_the_key_stays_inside_it():
-    import base64
-    import ssl
-    from pathlib import Path
-    from calibre_plugins.bookai.core.transport import Transport
     tls = Path(__file__).parent / 'fixtures'
     context = ssl.create_default_context(cafile=str(tls / 'test-server.crt'))  # made for books.example
     reply = Reply(200, chunks=chat_stream('through the tunnel'))
@@ -219,7 +216,6 @@ def test_a_header_that_cannot_be_sent_is_told_in_words(headers, shown):
 
 
 def test_this_machines_own_addresses_never_go_through_the_proxy():
-    from calibre_plugins.bookai.core.transport import Transport
     with ScriptedServer([]) as proxy, ScriptedServer([Reply(200, chunks=chat_stream('direct'))]) as local:
         transport = Transport(proxies={'http': proxy.url})
         p = get_provider('openai_compatible', settings={'base_url': local.url + '/v1', 'model': 'm'},

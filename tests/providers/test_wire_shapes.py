@@ -8,7 +8,7 @@ import json
 from calibre_plugins.bookai.core import errors
 from calibre_plugins.bookai.core.messages import Answer, Message, Role, WebLink
 from calibre_plugins.bookai.providers.registry import get_provider
-from scripted_server import Reply, ScriptedServer, sse
+from helpers.scripted_server import Reply, ScriptedServer, sse
 
 
 def ask(name, chunks, base='/v1', **settings):

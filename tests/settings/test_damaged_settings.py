@@ -12,7 +12,8 @@ import os
 
 import pytest
 
-from sandbox import tracebacks
+from helpers.books import quick_start_epub
+from helpers.sandbox import tracebacks
 
 GOOD = {'provider': 'anthropic', 'providers': {'anthropic': {'model': 'claude-kept'},
                                               'ollama': {'base_url': 'http://127.0.0.1:11434'}}}
@@ -31,7 +32,6 @@ DAMAGES = {
 # what is kept of each: the settings of the providers that were valid
 KEPT = {'a provider\'s settings a string': GOOD['providers'], 'a number where text is expected': GOOD['providers']}
 SAID = 'Book AI could not read its settings file'
-
 
 
 def settings_file(sandbox):
@@ -167,7 +167,6 @@ def test_the_text_cache_never_sets_a_damaged_file_over_an_earlier_one(tmp_path):
     import shutil
     from calibre_plugins.bookai.grounding.cache import TextCache
     from calibre_plugins.bookai.grounding.extract import read_epub
-    from sandbox import quick_start_epub
     book = tmp_path / 'book.epub'
     shutil.copy(quick_start_epub(), book)
     cache = TextCache(tmp_path / 'cache')

@@ -1,6 +1,6 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Options that can never work are refused when they are set, from the one declaration
-(providers.base.Option): by configure, with a sentence and exit code 2, nothing saved; by the
+(providers.options.Option): by configure, with a sentence and exit code 2, nothing saved; by the
 settings dialog, with the problem under its field and nothing saved. Values already saved
 that cannot be used (an edited file) make missing_setup() say what is wrong, instead of
 "ready". NaN is never written. An empty key is refused; --forget-key deletes the key."""
@@ -128,9 +128,10 @@ class NoSecrets:
 
 
 def test_the_dialog_shows_the_problem_under_its_field_and_saves_nothing(qapp, prefs, artifacts):
+    from calibre_plugins.bookai.gui.provider_config import ProviderConfigWidget
     prefs['providers'] = {'openai_compatible': {'base_url': 'http://127.0.0.1:9/v1'}}
     p = get_provider('openai_compatible', secrets=NoSecrets())
-    w = p.config_widget()
+    w = ProviderConfigWidget(p)
     w.resize(640, 900)
     w.show()
     for text, said in [('http://127.0.0.1:99999/v1', 'not a number from 1 to 65535'),
@@ -153,10 +154,11 @@ def test_the_dialog_shows_the_problem_under_its_field_and_saves_nothing(qapp, pr
 
 
 def test_the_dialog_shows_a_saved_value_that_cannot_work(qapp, prefs, edited, artifacts):
+    from calibre_plugins.bookai.gui.provider_config import ProviderConfigWidget
     edited({'openai_compatible': {'base_url': 'http://127.0.0.1:9/v1', 'read_timeout': -5,
                                   'temperature': math.nan}})
     p = get_provider('openai_compatible', secrets=NoSecrets())
-    w = p.config_widget()
+    w = ProviderConfigWidget(p)
     w.resize(640, 900)
     w.show()
     qapp.processEvents()

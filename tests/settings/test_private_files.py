@@ -15,8 +15,9 @@ def mode(path):
 
 
 def test_saving_a_provider_keeps_the_key_out_of_the_settings_file(qapp):
+    from calibre_plugins.bookai.gui.provider_config import ProviderConfigWidget
     provider = get_provider('anthropic')
-    w = provider.config_widget()
+    w = ProviderConfigWidget(provider)
     w.editors['api_key'].setText('sk-ant-private-0123456789')
     w.editors['max_tokens'].setValue(1234)
     w.commit()

@@ -15,7 +15,7 @@ from calibre_plugins.bookai.settings.keyring import Unavailable
 from calibre_plugins.bookai.settings.keyring.secret_service import SecretService
 from calibre_plugins.bookai.settings.prefs import plugin_prefs, private_config
 from calibre_plugins.bookai.settings.secrets import SecretStore
-from keyring_bus import gnome_keyring, no_session_bus, session_bus  # noqa: F401 (the fixtures)
+from helpers.keyring_bus import Keyring
 
 KEY = 'sk-keyring-test-0123456789abcdef'
 IN_KEYRING = "Kept in your system's keyring (Secret Service)."
@@ -40,72 +40,6 @@ def file_text(rel):
             return f.read()
     except FileNotFoundError:
         return ''
-
-
-class Keyring:
-    """The keyring read directly, with the Secret Service's own calls: what it holds of Book AI's."""
-
-    def __init__(self, address):
-        from jeepney import DBusAddress
-        from jeepney.io.blocking import open_dbus_connection
-        self.conn = open_dbus_connection(address)
-        self.service = DBusAddress('/org/freedesktop/secrets', bus_name='org.freedesktop.secrets',
-                                   interface='org.freedesktop.Secret.Service')
-        self.session = self.call(self.service, 'OpenSession', 'sv', 'plain', ('s', ''))[1]
-
-    def call(self, address, method, signature=None, *body):
-        from jeepney import new_method_call
-        from jeepney.wrappers import unwrap_msg
-        return unwrap_msg(self.conn.send_and_get_reply(new_method_call(address, method, signature, body),
-                                                       timeout=30))
-
-    def items(self):
-        """{(provider, name): secret} of the items marked application=calibre-bookai."""
-        from jeepney import DBusAddress
-        unlocked, locked = self.call(self.service, 'SearchItems', 'a{ss}', {'application': 'calibre-bookai'})
-        assert not locked
-        found = {}
-        for path in unlocked:
-            item = DBusAddress(path, bus_name='org.freedesktop.secrets', interface='org.freedesktop.Secret.Item')
-            sig, attrs = self.get_property(item, 'Attributes')
-            (secrets,) = self.call(self.service, 'GetSecrets', 'aoo', [path], self.session)
-            key = (attrs['provider'], attrs['name'])
-            assert key not in found, 'one item per key'
-            found[key] = bytes(secrets[path][2]).decode('utf-8')
-        return found
-
-    def add_item(self, attrs, secret):
-        collection = self.call(self.service, 'ReadAlias', 's', 'default')[0]
-        from jeepney import DBusAddress
-        address = DBusAddress(collection, bus_name='org.freedesktop.secrets',
-                              interface='org.freedesktop.Secret.Collection')
-        properties = {'org.freedesktop.Secret.Item.Label': ('s', 'another program'),
-                      'org.freedesktop.Secret.Item.Attributes': ('a{ss}', attrs)}
-        self.call(address, 'CreateItem', 'a{sv}(oayays)b', properties,
-                  (self.session, b'', secret.encode(), 'text/plain'), True)
-
-    def all_secrets(self):
-        """The secrets of every item in the default collection, Book AI's or not."""
-        from jeepney import DBusAddress
-        collection = self.call(self.service, 'ReadAlias', 's', 'default')[0]
-        address = DBusAddress(collection, bus_name='org.freedesktop.secrets',
-                              interface='org.freedesktop.Secret.Collection')
-        items = self.get_property(address, 'Items')[1]
-        (secrets,) = self.call(self.service, 'GetSecrets', 'aoo', items, self.session)
-        return sorted(bytes(s[2]).decode() for s in secrets.values())
-
-    def get_property(self, address, name):
-        from jeepney import Properties
-        from jeepney.wrappers import unwrap_msg
-        return unwrap_msg(self.conn.send_and_get_reply(Properties(address).get(name), timeout=30))[0]
-
-    def lock(self):
-        collection = self.call(self.service, 'ReadAlias', 's', 'default')[0]
-        locked, prompt = self.call(self.service, 'Lock', 'ao', [collection])
-        assert locked == [collection] and prompt == '/'
-
-    def close(self):
-        self.conn.close()
 
 
 @pytest.fixture
@@ -215,7 +149,8 @@ def test_the_store_is_chosen_once_and_only_when_a_key_is_used(keyring, secrets_f
 
 def config_widget_for(qapp, name, store):
     from qt.core import QLineEdit
-    w = get_provider(name, settings={}, secrets=store).config_widget()
+    from calibre_plugins.bookai.gui.provider_config import ProviderConfigWidget
+    w = ProviderConfigWidget(get_provider(name, settings={}, secrets=store))
     w.show()
     qapp.processEvents()
     editor = w.editors['api_key']

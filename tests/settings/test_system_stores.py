@@ -9,7 +9,6 @@ import pytest
 
 from calibre_plugins.bookai.settings.keyring import Unavailable, credential_manager, keychain, open_system_store
 from calibre_plugins.bookai.settings.keyring.secret_service import SecretService
-from keyring_bus import gnome_keyring, no_session_bus, session_bus  # noqa: F401 (the fixtures)
 
 
 def test_keychain_commands():

@@ -5,16 +5,12 @@ as the discussion window and the command line do (grounding.scopes.NoPlace). The
 is Book AI's real one, around a stand-in for the viewer that shows no place
 (tests/hosts/test_viewer_panel.py has calibre's real viewer, where the place is known)."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-from peers import use_server
-from sandbox import quick_start_epub, wait_until
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'providers'))
-from scripted_server import ScriptedServer  # noqa: E402
+from helpers.books import quick_start_epub
+from helpers.calibre_gui import wait_until
+from helpers.peers import use_server
+from helpers.scripted_server import ScriptedServer
 
 
 class WebView:

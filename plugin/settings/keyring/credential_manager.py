@@ -29,11 +29,11 @@ class CREDENTIAL(ctypes.Structure):  # CREDENTIALW
     ]
 
 
-def target(provider, name):
+def target(provider: str, name: str) -> str:
     return f'calibre-bookai:{provider}/{name}'
 
 
-def credential(provider, name, value):
+def credential(provider: str, name: str, value: str) -> tuple[CREDENTIAL, ctypes.Array]:
     """The CREDENTIALW for CredWriteW; the blob (UTF-8) is returned too, to be kept alive meanwhile."""
     data = value.encode('utf-8')
     blob = (ctypes.c_ubyte * len(data)).from_buffer_copy(data)
@@ -52,7 +52,7 @@ class CredentialManager(UnlistedStore):
 
     label = 'Credential Manager'
 
-    def __init__(self):
+    def __init__(self) -> None:
         try:
             api = ctypes.WinDLL('advapi32', use_last_error=True)
         except (AttributeError, OSError):
@@ -69,10 +69,10 @@ class CredentialManager(UnlistedStore):
         self.free.argtypes, self.free.restype = [ctypes.c_void_p], None
 
     @staticmethod
-    def failed(what):
+    def failed(what: str) -> StoreError:
         return StoreError(f'{what}: Windows error {ctypes.get_last_error()}')
 
-    def get(self, provider, name):
+    def get(self, provider: str, name: str) -> str:
         found = ctypes.POINTER(CREDENTIAL)()
         if not self.read(target(provider, name), CRED_TYPE_GENERIC, 0, ctypes.byref(found)):
             if ctypes.get_last_error() == ERROR_NOT_FOUND:
@@ -84,12 +84,12 @@ class CredentialManager(UnlistedStore):
         finally:
             self.free(found)
 
-    def set(self, provider, name, value):
+    def set(self, provider: str, name: str, value: str) -> None:
         c, blob = credential(provider, name, value)
         if not self.write(ctypes.byref(c), 0):
             raise self.failed('CredWriteW')
 
-    def delete(self, provider, name):
+    def delete(self, provider: str, name: str) -> None:
         if not self.remove(target(provider, name), CRED_TYPE_GENERIC, 0):
             if ctypes.get_last_error() != ERROR_NOT_FOUND:
                 raise self.failed('CredDeleteW')

@@ -2,6 +2,7 @@
 """Secrets in the macOS Keychain, through Apple's `security` command (security(1)):
 generic passwords of service SERVICE, one account per provider/name."""
 
+import os
 import subprocess
 
 from calibre_plugins.bookai.settings.keyring import StoreError, Unavailable, UnlistedStore
@@ -11,21 +12,21 @@ SERVICE = 'calibre-bookai'
 NOT_FOUND = 44  # security's exit code for "The specified item could not be found in the keychain."
 
 
-def account(provider, name):
+def account(provider: str, name: str) -> str:
     return f'{provider}/{name}'
 
 
-def add_args(provider, name, value):
+def add_args(provider: str, name: str, value: str) -> list[str]:
     # -U: update the item if it exists. The password is in the arguments for an instant: security
     # reads it from nowhere else without a terminal.
     return [SECURITY, 'add-generic-password', '-U', '-s', SERVICE, '-a', account(provider, name), '-w', value]
 
 
-def find_args(provider, name):
+def find_args(provider: str, name: str) -> list[str]:
     return [SECURITY, 'find-generic-password', '-s', SERVICE, '-a', account(provider, name), '-w']
 
 
-def delete_args(provider, name):
+def delete_args(provider: str, name: str) -> list[str]:
     return [SECURITY, 'delete-generic-password', '-s', SERVICE, '-a', account(provider, name)]
 
 
@@ -33,12 +34,11 @@ class Keychain(UnlistedStore):
 
     label = 'Keychain'
 
-    def __init__(self):
-        import os
+    def __init__(self) -> None:
         if not os.access(SECURITY, os.X_OK):
             raise Unavailable(f'{SECURITY} is missing')
 
-    def run(self, args, ok=(0,)):
+    def run(self, args: list[str], ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
         try:
             r = subprocess.run(args, capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.TimeoutExpired) as e:
@@ -48,12 +48,12 @@ class Keychain(UnlistedStore):
             raise StoreError(f'security {args[1]}: exit {r.returncode}: {r.stderr.strip()}')
         return r
 
-    def get(self, provider, name):
+    def get(self, provider: str, name: str) -> str:
         r = self.run(find_args(provider, name), ok=(0, NOT_FOUND))
         return r.stdout.rstrip('\n') if r.returncode == 0 else ''
 
-    def set(self, provider, name, value):
+    def set(self, provider: str, name: str, value: str) -> None:
         self.run(add_args(provider, name, value))
 
-    def delete(self, provider, name):
+    def delete(self, provider: str, name: str) -> None:
         self.run(delete_args(provider, name), ok=(0, NOT_FOUND))

@@ -4,9 +4,17 @@ the session bus with jeepney, the D-Bus library calibre itself uses.
 
 The protocol: https://specifications.freedesktop.org/secret-service/latest/
 The secrets go over a "plain" session: the bus is private to the user's session.
+jeepney is imported when the store is opened, not with this module: a calibre without
+it has no Secret Service for Book AI (Unavailable), which is not an error.
 """
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 from calibre_plugins.bookai.settings.keyring import StoreError, Unavailable
+
+if TYPE_CHECKING:
+    from jeepney import Message
 
 BUS_NAME = 'org.freedesktop.secrets'
 SERVICE_PATH = '/org/freedesktop/secrets'
@@ -18,12 +26,13 @@ APPLICATION = 'calibre-bookai'  # the attribute that marks Book AI's items
 NO_PROMPT = '/'
 
 
-def message(path, interface, method, signature=None, *body):
-    from jeepney import DBusAddress, new_method_call
+def message(path: str, interface: str, method: str, signature: str | None = None, *body: Any) -> 'Message':
+    from jeepney import DBusAddress, new_method_call  # imported late: see the module's docstring
     return new_method_call(DBusAddress(path, bus_name=BUS_NAME, interface=interface), method, signature, body)
 
 
-def attributes(provider=None, name=None):
+def attributes(provider: str | None = None, name: str | None = None) -> dict[str, str]:
+    """The attributes that find Book AI's items: all of them, or one provider's secret name."""
     attrs = {'application': APPLICATION}
     if provider is not None:
         attrs.update(provider=provider, name=name)
@@ -34,7 +43,7 @@ class SecretService:
 
     label = 'Secret Service'
 
-    def __init__(self, prompt_timeout=120, call_timeout=25):
+    def __init__(self, prompt_timeout: float = 120, call_timeout: float = 25) -> None:
         """Connects, and unlocks the default collection (the system may ask the user for a
         password: they get prompt_timeout seconds). Raises Unavailable if any of it fails."""
         self.prompt_timeout, self.call_timeout = prompt_timeout, call_timeout
@@ -56,8 +65,9 @@ class SecretService:
             self.conn.close()
             raise Unavailable(str(e)) from None
 
-    def call(self, path, interface, method, signature=None, *body):
-        from jeepney import DBusErrorResponse
+    def call(self, path: str, interface: str, method: str, signature: str | None = None, *body: Any) -> tuple:
+        """The body of the reply to a method call; StoreError when the call fails."""
+        from jeepney import DBusErrorResponse  # imported late: see the module's docstring
         from jeepney.wrappers import unwrap_msg
         msg = message(path, interface, method, signature, *body)
         try:
@@ -67,11 +77,11 @@ class SecretService:
         except (OSError, TimeoutError) as e:
             raise StoreError(f'{interface}.{method}: {type(e).__name__}') from None
 
-    def prompt(self, path):
+    def prompt(self, path: str) -> None:
         """Show the service's prompt (a password, a confirmation) and wait for the user."""
         if path == NO_PROMPT:
             return
-        from jeepney.bus_messages import MatchRule, message_bus
+        from jeepney.bus_messages import MatchRule, message_bus  # imported late: see the module's docstring
         rule = MatchRule(type='signal', interface=PROMPT, member='Completed', path=path)
         self.conn.send_and_get_reply(message_bus.AddMatch(rule), timeout=self.call_timeout)
         with self.conn.filter(rule) as completed:
@@ -84,12 +94,12 @@ class SecretService:
         if dismissed:
             raise Unavailable('the prompt was dismissed')
 
-    def unlock(self, objects):
+    def unlock(self, objects: list[str]) -> None:
         if objects:
             unlocked, prompt = self.call(SERVICE_PATH, SERVICE, 'Unlock', 'ao', objects)
             self.prompt(prompt)
 
-    def items(self, attrs):
+    def items(self, attrs: dict[str, str]) -> list[str]:
         unlocked, locked = self.call(SERVICE_PATH, SERVICE, 'SearchItems', 'a{ss}', attrs)
         try:
             self.unlock(locked)
@@ -97,7 +107,7 @@ class SecretService:
             raise StoreError(str(e)) from None
         return list(unlocked) + list(locked)
 
-    def get(self, provider, name):
+    def get(self, provider: str, name: str) -> str:
         items = self.items(attributes(provider, name))
         if not items:
             return ''
@@ -105,7 +115,7 @@ class SecretService:
         session, parameters, value, content_type = secrets[items[0]]
         return bytes(value).decode('utf-8')
 
-    def set(self, provider, name, value):
+    def set(self, provider: str, name: str, value: str) -> None:
         properties = {
             f'{ITEM}.Label': ('s', f'Book AI: {provider} {name}'),
             f'{ITEM}.Attributes': ('a{ss}', attributes(provider, name)),
@@ -114,20 +124,20 @@ class SecretService:
         item, prompt = self.call(self.collection, COLLECTION, 'CreateItem', 'a{sv}(oayays)b', properties, secret, True)
         self.confirm(prompt)
 
-    def delete(self, provider, name):
+    def delete(self, provider: str, name: str) -> None:
         self.delete_items(attributes(provider, name))
 
-    def delete_all(self, names=()):
+    def delete_all(self, names: Iterable[tuple[str, str]] = ()) -> int:
         """Book AI's every secret, found by its mark. The number deleted."""
         return self.delete_items(attributes())
 
-    def delete_items(self, attrs):
+    def delete_items(self, attrs: dict[str, str]) -> int:
         items = self.items(attrs)
         for item in items:
             self.confirm(self.call(item, ITEM, 'Delete')[0])
         return len(items)
 
-    def confirm(self, prompt):
+    def confirm(self, prompt: str) -> None:
         try:
             self.prompt(prompt)
         except Unavailable as e:

@@ -8,7 +8,7 @@ import re
 from urllib.parse import quote, quote_plus
 
 
-def forms_of(secret):
+def forms_of(secret: str) -> dict[str, str]:
     """What a careless or hostile service may echo back, as the tests spell it out."""
     raw = secret.encode()
     b64 = base64.b64encode(raw).decode()
@@ -27,7 +27,7 @@ def forms_of(secret):
     }
 
 
-def leaks(text, secret):
+def leaks(text: str, secret: str) -> list[str]:
     """The forms of secret that text still holds, found as the tests see them."""
     found = []
     raw = secret.encode()

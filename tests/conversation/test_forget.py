@@ -17,9 +17,8 @@ from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.conversation.forget import forget_everything
 from calibre_plugins.bookai.settings.prefs import plugin_prefs, private_config
 from calibre_plugins.bookai.settings.secrets import SecretStore
-from sandbox import quick_start_epub
-from test_secret_store import Keyring
-from keyring_bus import gnome_keyring, no_session_bus, session_bus  # noqa: F401 (the fixtures)
+from helpers.books import quick_start_epub
+from helpers.keyring_bus import Keyring
 
 LIBRARY = 'f0e1d2c3-b4a5-4687-9a8b-7c6d5e4f3a2b'
 

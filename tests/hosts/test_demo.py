@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from sandbox import PROJECT
+from helpers.project import PROJECT
 
 
 def test_the_try_it_command(tmp_path):

@@ -5,7 +5,7 @@ dev/peers.py makes them once per machine, in a folder the tests find through
 $BOOKAI_PEERS (dev/test.py sets it; inside a host's root it is /peers). Each
 host's test run has only loopback, so a test starts the peers it needs itself:
 
-    from peers import LlamaServer, AiMock
+    from helpers.peers import LlamaServer, AiMock
 
     with LlamaServer('tiny') as llama:          # or 'smollm2'; api_key=, alias=, ctx=
         post(llama.base_url + '/v1/chat/completions', {...})
@@ -150,6 +150,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -157,6 +158,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlencode
 
 # Generous limits for a peer to come up on a busy 2-core machine: safeguards, not assertions.
 START_TIMEOUT = 120
@@ -173,7 +175,7 @@ SETUP_HINT = 'run `sudo python3 dev/peers.py setup` on the machine (see dev/peer
 _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def use_server(prefs, base_url, confirm='never', **settings):
+def use_server(prefs, base_url: str, confirm: str = 'never', **settings: object) -> None:
     """The plugin's preferences set to ask the OpenAI-compatible server at base_url (llama-server,
     or a fake speaking its API) for its 'tiny' model at temperature 0, with settings added;
     confirm: when to show what will be sent."""
@@ -187,7 +189,7 @@ class PeerMissing(RuntimeError):
     """A peer (or the folder of peers) that dev/peers.py makes is not there."""
 
 
-def peers_dir():
+def peers_dir() -> Path:
     """The folder dev/peers.py fills, as seen from this host ($BOOKAI_PEERS)."""
     value = os.environ.get('BOOKAI_PEERS')
     if not value:
@@ -198,19 +200,19 @@ def peers_dir():
     return path
 
 
-def peer_path(relative):
+def peer_path(relative: str) -> Path:
     path = peers_dir() / relative
     if not path.exists():
         raise PeerMissing(f'{path} is missing: {SETUP_HINT}')
     return path
 
 
-def sdk_dir():
+def sdk_dir() -> Path:
     """The folder holding the openai, anthropic, google-genai and ollama SDKs for this Python."""
     return peer_path(f'sdk/py3{sys.version_info[1]}')
 
 
-def sdk_python(code, *args, timeout=120, **kw):
+def sdk_python(code: str, *args: object, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
     """Run `code` in a fresh interpreter like this one, with the SDKs importable; returns
     the CompletedProcess (text, output captured). The way to use them in a test: they
     bring their own requests, urllib3, cryptography, typing_extensions, ... which would
@@ -220,7 +222,7 @@ def sdk_python(code, *args, timeout=120, **kw):
                           text=True, timeout=timeout, **kw)
 
 
-def use_sdks():
+def use_sdks() -> str:
     """Make the SDKs importable in this process (see sdk_python for why that is a last resort)."""
     path = str(sdk_dir())
     if path not in sys.path:
@@ -228,7 +230,8 @@ def use_sdks():
     return path
 
 
-def http(method, url, body=None, headers=None, timeout=30):
+def http(method: str, url: str, body: object = None, headers: dict | None = None,
+         timeout: float = 30) -> tuple[int, dict, bytes]:
     """(status, headers, bytes) for one request; HTTP errors are answers too."""
     data = json.dumps(body).encode() if body is not None and not isinstance(body, bytes) else body
     h = {'Content-Type': 'application/json'} if data is not None else {}
@@ -254,7 +257,7 @@ class _Peer:
         self._cond = threading.Condition()
 
     @property
-    def base_url(self):
+    def base_url(self) -> str:
         return f'http://127.0.0.1:{self.port}'
 
     def _argv(self, port):
@@ -266,7 +269,7 @@ class _Peer:
     def _ready(self):
         return True
 
-    def start(self):
+    def start(self) -> '_Peer':
         if self.running:
             return self
         self.proc = subprocess.Popen(
@@ -296,15 +299,15 @@ class _Peer:
             self._cond.notify_all()
 
     @property
-    def running(self):
+    def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def log(self):
+    def log(self) -> str:
         """Everything the server printed so far (stdout and stderr), across restarts."""
         with self._cond:
             return ''.join(self._lines)
 
-    def wait_log(self, pattern, timeout=30, start=0):
+    def wait_log(self, pattern: str, timeout: float = 30, start: int = 0) -> re.Match:
         """The first match of pattern in the log from character `start` on; waits for it
         to appear, raising RuntimeError after timeout seconds or when the server is gone."""
         rx = re.compile(pattern)
@@ -320,11 +323,11 @@ class _Peer:
                     raise RuntimeError(f'{self.name}: no {pattern!r} in its log:\n{"".join(self._lines)[-4000:]}')
                 self._cond.wait(min(left, 0.2))
 
-    def stop(self):
+    def stop(self) -> None:
         """SIGTERM, then SIGKILL if it has not ended within STOP_TIMEOUT seconds."""
         self._end(signal.SIGTERM)
 
-    def kill(self):
+    def kill(self) -> None:
         """SIGKILL, at once: the peer dies as on a crash, mid-stream if it is streaming."""
         self._end(signal.SIGKILL)
 
@@ -339,14 +342,14 @@ class _Peer:
             proc.kill()
             proc.wait()
 
-    def restart(self):
+    def restart(self) -> '_Peer':
         """Stop it and start it again, on the same port with the same arguments."""
         self.stop()
         with self._cond:
             self._lines.append(f'--- {self.name} restarted ---\n')
         return self.start()
 
-    def __enter__(self):
+    def __enter__(self) -> '_Peer':
         return self.start()
 
     def __exit__(self, *exc):
@@ -365,7 +368,8 @@ class LlamaServer(_Peer):
     name = 'llama-server'
     listening = r'listening on http://127\.0\.0\.1:(\d+)'
 
-    def __init__(self, model='tiny', api_key=None, alias=None, ctx=4096, extra_args=(), start=True):
+    def __init__(self, model: str = 'tiny', api_key: str | None = None, alias: str | None = None, ctx: int = 4096,
+                 extra_args: tuple | list = (), start: bool = True):
         super().__init__()
         if model not in MODELS:
             raise ValueError(f'model must be one of {", ".join(MODELS)}, not {model!r}')
@@ -392,11 +396,10 @@ class LlamaServer(_Peer):
             return False
         return status == 200
 
-    def last_prompt(self):
+    def last_prompt(self) -> str:
         """The text of the prompt the server last evaluated, as the server itself holds it: its
         slot saved to a file (the server must run with --slot-save-path DIR), the tokens read
         from that file, and turned back into text by the server's /detokenize."""
-        import struct
         folder = self.extra_args[self.extra_args.index('--slot-save-path') + 1]
         status, _, body = http('POST', self.base_url + '/slots/0?action=save', {'filename': 'last-prompt.bin'})
         assert status == 200, body
@@ -416,8 +419,9 @@ class AiMock(_Peer):
     name = 'aimock'
     listening = r'listening on http://127\.0\.0\.1:(\d+)'
 
-    def __init__(self, fixtures, latency=None, chunk_size=None, api_keys=None, strict=False, extra_args=(),
-                 start=True):
+    def __init__(self, fixtures: Path | str, latency: int | None = None, chunk_size: int | None = None,
+                 api_keys: list[str] | None = None, strict: bool = False, extra_args: tuple | list = (),
+                 start: bool = True):
         super().__init__()
         self.cli = peer_path(AIMOCK_CLI)
         self.node = shutil.which('node') or '/usr/bin/node'
@@ -457,7 +461,6 @@ class AiMock(_Peer):
             return False
 
     def _control(self, method, endpoint, body=None, **query):
-        from urllib.parse import urlencode
         url = f'{self.base_url}/__aimock/{endpoint}' + (f'?{urlencode(query)}' if query else '')
         headers = {'Authorization': f'Bearer {self.api_keys[0]}'} if self.api_keys else {}
         status, _, data = http(method, url, body, headers)
@@ -465,21 +468,22 @@ class AiMock(_Peer):
             raise RuntimeError(f'aimock {method} /__aimock/{endpoint}: {status} {data[:500]!r}')
         return json.loads(data)
 
-    def add_fixtures(self, fixtures):
+    def add_fixtures(self, fixtures: list[dict]) -> object:
         """Add fixtures (dicts as in a fixture file) after those loaded, while it runs."""
         return self._control('POST', 'fixtures', {'fixtures': list(fixtures)})
 
-    def clear_fixtures(self):
+    def clear_fixtures(self) -> object:
         return self._control('DELETE', 'fixtures')
 
-    def journal(self, **filters):
+    def journal(self, **filters: object) -> list[dict]:
         """The requests aimock got, oldest first; filters: path, method, status, limit, offset."""
         return self._control('GET', 'journal', **filters)
 
-    def reset_journal(self):
+    def reset_journal(self) -> object:
         return self._control('POST', 'reset/journal')
 
-    def queue_error(self, status, message, type=None, code=None):
+    def queue_error(self, status: int, message: str, type: str | None = None,
+                    code: str | None = None) -> object:
         """The next request, whatever it is, gets this error (in its provider's shape)."""
         body = {'message': message}
         if type is not None:
@@ -488,6 +492,6 @@ class AiMock(_Peer):
             body['code'] = code
         return self._control('POST', 'error', {'status': status, 'body': body})
 
-    def raw(self, path, body, headers=None, timeout=30):
+    def raw(self, path: str, body: object, headers: dict | None = None, timeout: float = 30) -> tuple[int, dict, bytes]:
         """(status, headers, bytes): exactly what aimock answers to POST path with body."""
         return http('POST', self.base_url + path, body, headers, timeout)

@@ -8,7 +8,8 @@ import hashlib
 import json
 import os
 
-from sandbox import PLUGIN_NAME, tracebacks
+from helpers.project import PLUGIN_NAME
+from helpers.sandbox import tracebacks
 
 # the user's own data, made with calibre's API: a comment, a custom column's value,
 # a highlight with a note, and (calibre 7+) a note on an author

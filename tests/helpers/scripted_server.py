@@ -5,14 +5,19 @@ demand: 429 with Retry-After, redirects, stalls, HTML error pages.
 Each request gets the next scripted reply; the server records what it received.
 """
 
+import socket
+import ssl
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Reply:
+    """One scripted reply: a status, headers and a body, or chunks sent one by one."""
 
-    def __init__(self, status=200, body=b'', headers=(), chunks=None, stall_after=None, chunk_delay=0):
+    def __init__(self, status: int = 200, body: bytes = b'', headers: tuple | list = (),
+                 chunks: list[bytes] | None = None, stall_after: int | None = None, chunk_delay: float = 0):
         self.status, self.body, self.headers = status, body, list(headers)
         self.chunks = chunks            # send these one by one (chunked), instead of body
         self.stall_after = stall_after  # stop sending after this many chunks, keep the connection open
@@ -20,8 +25,10 @@ class Reply:
 
 
 class ScriptedServer:
+    """Serves the replies in order, one a request, in a thread; started and stopped by `with`.
+    .received holds each request (path, headers, body, client)."""
 
-    def __init__(self, replies, host='127.0.0.1', tls=None):
+    def __init__(self, replies: list[Reply], host: str = '127.0.0.1', tls: tuple[str, str] | None = None):
         """tls: (certificate file, key file) to serve HTTPS."""
         self.replies = list(replies)
         self.received = []
@@ -37,6 +44,8 @@ class ScriptedServer:
 
             def setup(self):
                 super().setup()
+                # each chunk goes out when written, as real servers send theirs (no Nagle delay)
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 server.connections.append(self.connection)
 
             def do_GET(self):
@@ -81,28 +90,26 @@ class ScriptedServer:
         shown = self.httpd.handle_error
 
         def handle_error(request, client_address):
-            import sys
             if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):  # a client may hang up
                 shown(request, client_address)
         self.httpd.handle_error = handle_error
         scheme = 'http'
         if tls:
-            import ssl
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(*tls)
             self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
             scheme = 'https'
         self.address = (host, self.httpd.server_address[1])
         self.url = f'{scheme}://{host}:{self.httpd.server_address[1]}'
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # shutdown() waits for serve_forever to look up: every 0.05 s, not the default 0.5 s per server
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True)
 
-    def __enter__(self):
+    def __enter__(self) -> 'ScriptedServer':
         self.thread.start()
         return self
 
-    def close_connections(self):
+    def close_connections(self) -> None:
         """Close every client connection, as a server does with idle ones after a while."""
-        import socket
         for conn in self.connections:
             try:
                 conn.shutdown(socket.SHUT_RDWR)
@@ -121,13 +128,12 @@ class LoopbackListener:
     own; closed when the with block ends."""
 
     def __init__(self):
-        import socket
         self.listener = socket.create_server(('127.0.0.1', 0))
         self.url = f'http://127.0.0.1:{self.listener.getsockname()[1]}'
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.serve, daemon=True)
 
-    def __enter__(self):
+    def __enter__(self) -> 'LoopbackListener':
         self.thread.start()
         return self
 
@@ -135,7 +141,7 @@ class LoopbackListener:
         self.stop.set()
         self.listener.close()
 
-    def serve(self):
+    def serve(self) -> None:
         while True:
             try:
                 client, _addr = self.listener.accept()
@@ -143,7 +149,7 @@ class LoopbackListener:
                 return
             threading.Thread(target=self.handle, args=(client,), daemon=True).start()
 
-    def handle(self, client):
+    def handle(self, client: socket.socket) -> None:
         raise NotImplementedError
 
 
@@ -152,11 +158,11 @@ class TrickleServer(LoopbackListener):
     every `delay` seconds (at most `most` of them, then it closes the connection): headers or
     a body that trickle."""
 
-    def __init__(self, answer, delay=0.5, fast=0, most=60):
+    def __init__(self, answer: bytes, delay: float = 0.5, fast: int = 0, most: int = 60):
         super().__init__()
         self.answer, self.delay, self.fast, self.most = answer, delay, fast, most
 
-    def handle(self, client):
+    def handle(self, client: socket.socket) -> None:
         """The first `fast` bytes at once, then one byte every `delay` seconds."""
         try:
             head = b''
@@ -176,7 +182,7 @@ class TrickleServer(LoopbackListener):
             client.close()
 
 
-def sse(*payloads):
+def sse(*payloads: str) -> list[bytes]:
     """SSE bytes for JSON strings (or [DONE])."""
     return [f'data: {p}\n\n'.encode() for p in payloads]
 
@@ -186,14 +192,13 @@ class TunnelProxy(LoopbackListener):
     asked for, it connects to target (host, port); it records each CONNECT request and every
     byte it relays."""
 
-    def __init__(self, target):
+    def __init__(self, target: tuple[str, int]):
         super().__init__()
         self.target = target
         self.requests = []      # (request line, {header: value})
         self.relayed = bytearray()
 
-    def handle(self, client):
-        import socket
+    def handle(self, client: socket.socket) -> None:
         head = b''
         while b'\r\n\r\n' not in head:
             data = client.recv(4096)

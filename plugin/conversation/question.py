@@ -1,0 +1,101 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""How a question is built: the one way the discussion window, the viewer's panel,
+Ask my library and the command line make what is sent.
+
+A question goes on its own (Question(text): the books' details are in the
+conversation's context message), with passages of one book (book_question: as
+the scope allows, up to the reader's place), or with passages found across the
+library (library_question). Either way the result is a Question: the text asked,
+the numbered passages sent with it and where each one is, whether it keeps to
+the reader's place, and what the reader is to be told; its messages() in a
+conversation are exactly what is sent.
+
+Nothing here waits on a window: the callers read the book's text, rank by
+meaning in a thread (when by_meaning() says so), ask the reader's consent, and
+say in their own words why nothing was sent (NoPlace, LibrarySearchError).
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from calibre_plugins.bookai.conversation.prompts import library_block, passages_block
+from calibre_plugins.bookai.core.messages import Message
+from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
+from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
+from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook
+from calibre_plugins.bookai.grounding.index import Index
+from calibre_plugins.bookai.grounding.library_search import LibraryExcerpt, library_excerpt
+from calibre_plugins.bookai.grounding.scopes import DEFAULT_BUDGET, Excerpt, Place, excerpt
+from calibre_plugins.bookai.providers.base import Capability
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+
+if TYPE_CHECKING:
+    from calibre.db.cache import Cache
+
+    from calibre_plugins.bookai.conversation.conversation import Conversation
+    from calibre_plugins.bookai.providers.base import AIProviderPlugin
+
+load_translations()
+
+
+@dataclass(frozen=True)
+class Question:
+    """What is sent for a question, and what the reader is told before it goes."""
+    text: str                       # the question as asked, and as the conversation shows it
+    passages: str = ''              # the numbered passages sent with it ('' for none)
+    spoiler_safe: bool = False      # they all come before the reader's place, and the model is told so
+    places: tuple[Place, ...] = ()  # where each passage is, for its citations
+    notices: tuple[str, ...] = ()   # for the reader, in words, before it is sent
+    excerpt: Excerpt | LibraryExcerpt | None = None  # the passages as data, for the answer's citations
+
+    def messages(self, conv: 'Conversation') -> list[Message]:
+        """The exact messages it sends in conv (what "What will be sent" shows)."""
+        return conv.messages_for(self.text, self.passages, self.spoiler_safe)
+
+
+def by_meaning(provider: 'AIProviderPlugin', scope: str) -> bool:
+    """Whether passages are ranked by meaning too: as the settings say, for the scopes that rank,
+    with a provider on this computer that embeds (an online one would get the whole book)."""
+    return (scope in ('position', 'book') and plugin_prefs()['retrieval'] == 'embeddings' and provider.is_local
+            and bool(provider.capabilities & Capability.EMBEDDINGS))
+
+
+def book_question(text: str, scope: str, book: Book, index: Index | None = None, position: float | None = None,
+                  selection: str = '', budget: int = DEFAULT_BUDGET, embedding_index: EmbeddingIndex | None = None,
+                  question_vector: list[float] | None = None) -> Question:
+    """text, with the passages of book that scope sends (grounding.scopes): position is the
+    reader's place (a fraction of the book, or None), selection the text selected. With an
+    embedding_index of the book's passages and the question's vector, they are ranked by
+    meaning too. When none fits, only the book's details go, and the reader is told. Raises
+    NoPlace when the scope keeps to the reader's place and none is known: nothing is sent."""
+    ex = excerpt(book, scope, text, position, selection, budget, index, embedding_index, question_vector)
+    if not ex.passages:
+        return Question(text, notices=(_('No passage of the book fits this question there; only the book\'s '
+                                         'details go with it.'),), excerpt=ex)
+    return Question(text, passages_block(ex), ex.until is not None, ex.places, excerpt=ex)
+
+
+def library_question(db: 'Cache', text: str, book_ids: Iterable[int] | None = None) -> Question:
+    """text, with the passages of the library's books (db: its new_api; only those of book_ids
+    when given) that calibre's full-text index finds for it, each at its book; with none
+    when nothing matches. Raises LibrarySearchError, saying why in words, when the library
+    cannot be searched."""
+    found = library_excerpt(db, text, book_ids)
+    places = tuple(Place(p.title, 0.0, '', p.book_id, p.format) for p in found.passages)
+    return Question(text, library_block(found), False, places, excerpt=found)
+
+
+def library_book_text(db: 'Cache', book_id: int, fmt: str) -> tuple[Book, Index]:
+    """The text of a library book's fmt file, from the text cache, else read (and converted by
+    calibre first) now, in this thread; the cache forgets the library's books that are gone.
+    Raises UnreadableBook."""
+    path = db.format_abspath(book_id, fmt)
+    if not path:
+        raise UnreadableBook(_('The {fmt} file of book {id} is missing from the library folder.').format(
+            fmt=fmt, id=book_id))
+    cache = TextCache(default_folder())
+    try:
+        return cache.text_of(db.library_id, book_id, fmt, path)
+    finally:
+        cache.prune(db.library_id, db.all_book_ids())

@@ -1,0 +1,135 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""Reading a streamed answer, the same for every provider: StreamState (what a stream
+told besides the text), json_of() for the JSON an event carries, the errors for a stream
+that is too large or too deep, progressing() for the answer's deadline, and
+redacted_stream(), which keeps a provider's secrets out of every chunk it yields.
+"""
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+
+from calibre_plugins.bookai.core import limits
+from calibre_plugins.bookai.core.errors import ProtocolError, Secrets, TooLarge
+from calibre_plugins.bookai.core.messages import Chunk, Done, Failed, ReasoningDelta, TextDelta, Usage, WebLink
+from calibre_plugins.bookai.core.streams import SSEEvent
+from calibre_plugins.bookai.core.transport import Response
+
+load_translations()
+
+
+@dataclass
+class StreamState:
+    """What a provider learns while reading a stream, besides the text."""
+    model: str = ''
+    finish_reason: str = ''
+    usage: Usage = Usage()      # immutable: replaced, never changed
+    web_links: list[WebLink] = field(default_factory=list)
+    response_id: str = ''
+    reasoning_details: list[dict] = field(default_factory=list)
+    finished: bool = False      # the service said the answer is complete
+
+    def checked(self) -> None:
+        """Drop what a broken stream put here with the wrong type: a count that is not a
+        whole number, a model that is not a name, a link that is not text."""
+        if not isinstance(self.model, str):
+            self.model = ''
+        if not isinstance(self.response_id, str):
+            self.response_id = ''
+        if not isinstance(self.finish_reason, str):
+            self.finish_reason = 'stop'
+        u = self.usage
+        counts = [n if type(n) is int else None for n in (u.input_tokens, u.output_tokens, u.reasoning_tokens,
+                                                           u.cached_tokens)]
+        cost = u.cost if u.cost is None or isinstance(u.cost.amount, float) else None
+        self.usage = Usage(*counts, cost)
+        self.web_links = [w for w in self.web_links if isinstance(w.url, str) and isinstance(w.title, str)]
+
+
+def json_of(event: SSEEvent, provider: str) -> dict:
+    """The JSON object an SSE event carries; ProtocolError (provider: its name) for anything else."""
+    try:
+        data = limits.load_json(event.data)
+    except limits.TooDeep:
+        raise too_deep(provider) from None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise ProtocolError(_('{provider} sent something that is not a valid answer stream.').format(
+            provider=provider), details=event.data[:500])
+    return data
+
+
+def too_large(provider: str, limit: int) -> TooLarge:
+    """The error for a service that sent more than limit bytes for one answer."""
+    return TooLarge(_('{provider} sent more than {megabytes:g} MB, the most Book AI accepts for one answer, '
+                      'so it was stopped.').format(provider=provider, megabytes=limit / 2 ** 20))
+
+
+def too_deep(provider: str) -> ProtocolError:
+    """The error for JSON nested deeper than limits.MAX_JSON_DEPTH."""
+    return ProtocolError(_('{provider} sent JSON nested deeper than {depth} levels, the most Book AI reads, '
+                           'so it was not read.').format(provider=provider, depth=limits.MAX_JSON_DEPTH))
+
+
+def progressing(chunks: Iterator[Chunk], response: Response) -> Iterator[Chunk]:
+    """chunks, with the response's deadline moved on by each one that carries answer text:
+    keepalives, pings and empty deltas yield nothing here, so they do not count as the
+    service answering (see transport.Deadline). Also after the reader took the chunk, so
+    that a reader that was slow to take it is not counted as the service's silence."""
+    deadline = response.deadline
+    for chunk in chunks:
+        if chunk.text:
+            deadline.progress()
+            yield chunk
+            deadline.progress()
+        else:
+            yield chunk
+
+
+def redacted_stream(chunks: Iterable[Chunk], secrets: Secrets) -> Iterator[Chunk]:
+    """chunks, with every secret redacted from what they carry: the answer and the reasoning
+    (a secret split across two pieces included), the model, the web links, an error. The
+    shortest tail of a piece that could begin a secret waits for the next piece (or the end),
+    so nothing is lost; with no secret, the chunks pass untouched, as soon as they come."""
+    if not secrets:
+        yield from chunks
+        return
+    held_kind, held = TextDelta, ''
+    try:
+        for chunk in chunks:
+            kind = type(chunk)
+            if kind is TextDelta or kind is ReasoningDelta:
+                if kind is not held_kind:
+                    if held:
+                        yield held_kind(held)
+                    held_kind, held = kind, ''
+                text = secrets.redact(held + chunk.text)
+                cut = secrets.unfinished_start(text)
+                held = text[cut:]
+                if cut:
+                    yield kind(text[:cut])
+                continue
+            if held:
+                yield held_kind(held)
+                held = ''
+            yield redacted_chunk(chunk, secrets)
+        if held:
+            yield held_kind(held)
+    finally:
+        if hasattr(chunks, 'close'):
+            chunks.close()  # a reader that stops early (Stop, a closed window) ends the request at once
+
+
+def redacted_chunk(chunk: Chunk, secrets: Secrets) -> Chunk:
+    """A Done or Failed with no secret in it."""
+    if isinstance(chunk, Failed):
+        secrets.redact_error(chunk.error)
+        return chunk
+    if isinstance(chunk, Done):
+        kept = tuple(d for d in chunk.reasoning_details  # signed: dropped rather than changed
+                     if secrets.redact(json.dumps(d, ensure_ascii=False)) == json.dumps(d, ensure_ascii=False))
+        return replace(chunk, model=secrets.redact(chunk.model), response_id=secrets.redact(chunk.response_id),
+                       web_links=tuple(WebLink(secrets.redact(w.title), secrets.redact(w.url))
+                                       for w in chunk.web_links), reasoning_details=kept)
+    return chunk
