@@ -4,16 +4,21 @@
 build it, start a local model, and ask about a book of a demo library, in a
 sandbox config under build/demo/.
 
-    sudo python3 dev/demo.py            installs what is missing (Debian), then runs
+    python3 dev/demo.py                 installs what is missing (Debian), then runs
     python3 dev/demo.py --gui           then opens calibre's main window on the demo library
     python3 dev/demo.py --fresh         start again from an empty sandbox
 
+Run it as root, or as a user with sudo: it needs root only to install what this
+machine lacks from Debian (dev/machine.py), and asks sudo for that alone.
+
 What it does: builds the plugin and installs it into the sandbox config; makes
-llama.cpp's server and the SmolLM2 model (dev/peers.py: built and downloaded the
-first time, about 8 minutes, then cached); makes a demo library of calibre's
-Quick Start Guides; configures the "OpenAI compatible" provider for the local
-server; and runs `calibre-debug -r "Book AI" -- ask` on a demo book, so the answer
-streams into this terminal. Your own calibre settings and libraries are never used.
+llama.cpp's server and the Qwen2.5-Coder-0.5B-Instruct model (dev/peers.py: built
+and downloaded the first time, about 8 minutes, then cached); makes a demo library
+of calibre's Quick Start Guides; configures the "OpenAI compatible" provider for
+the local server; and runs `calibre-debug -r "Book AI" -- ask` on a demo book: a
+summary and a question, each with passages of the book, so the answers stream into
+this terminal with the passages they cite. Your own calibre settings and libraries
+are never used.
 
 With --gui and a display, calibre opens and the local model keeps answering
 until calibre closes. Without a display, calibre starts headless and a screenshot
@@ -38,8 +43,18 @@ def say(*args):
     print('[demo]', *args, flush=True)
 
 
-NEEDED = {'calibre-debug': 'calibre'}  # command: Debian package
-TO_MAKE_THE_MODEL = {'cmake': 'cmake', 'c++': 'g++'}
+sys.path.insert(0, str(PROJECT / 'dev'))
+import machine  # noqa: E402
+import peers  # noqa: E402
+
+# The model the demo asks, and how llama.cpp's server runs it: greedy (temperature 0), up to
+# 8192 tokens of context (a book's passages fill about 1,600), answers of up to 700 tokens,
+# and each answer worked out from its whole prompt, with no cache of an earlier one: reusing
+# a cached beginning changes the order of the sums, and with it the words, so the command
+# line and the window would answer the same question differently.
+MODEL = 'qwen'
+MODEL_NAME = 'Qwen2.5-Coder-0.5B-Instruct'
+SERVER_ARGS = ('--temp', '0', '-n', '700', '--no-cache-prompt', '--cache-ram', '0')
 
 
 def peers_folder():
@@ -54,43 +69,24 @@ def peers_folder():
 
 
 def model_is_made(peers_dir):
-    import runpy
-    gguf = runpy.run_path(str(PROJECT / 'dev' / 'peers.py'))['SMOLLM2_GGUF'][0]
-    return Path(peers_dir, 'bin', 'llama-server').exists() and Path(peers_dir, 'models', Path(gguf).name).exists()
+    return Path(peers_dir, 'bin', 'llama-server').exists() and Path(peers_dir, 'models', peers.QWEN_GGUF[0]).exists()
 
 
 def ensure_tools():
     """calibre, and what dev/peers.py needs to build llama.cpp's server (when not made yet)."""
-    needed = dict(NEEDED)
-    if not model_is_made(peers_folder()):
-        needed.update(TO_MAKE_THE_MODEL)
-    missing = sorted({pkg for cmd, pkg in needed.items() if not shutil.which(cmd)})
-    try:
-        if len(needed) > len(NEEDED):
-            import pip  # noqa: F401
-    except ImportError:
-        missing.append('python3-pip')
-    if not missing:
-        return
-    if os.geteuid() != 0:
-        raise SystemExit(f'missing: {", ".join(missing)}. Run this once with sudo, or install them yourself.')
-    say('installing', ', '.join(missing), 'from Debian')
-    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
-    subprocess.run(['apt-get', 'update', '-qq'], check=True, env=env)
-    subprocess.run(['apt-get', 'install', '-y', '-qq', '--no-install-recommends'] + missing, check=True, env=env,
-                   stdout=subprocess.DEVNULL)
+    machine.install(machine.DEMO if not model_is_made(peers_folder()) else ('calibre',))
 
 
 def local_model():
-    """llama.cpp's server with SmolLM2, made once (dev/peers.py); started by `with`."""
+    """llama.cpp's server with the demo's model, made once (dev/peers.py); started by `with`."""
     peers_dir = peers_folder()
-    say('local model: llama.cpp\'s server with SmolLM2 (made the first time, then cached in', peers_dir + ')')
-    subprocess.run([sys.executable, PROJECT / 'dev' / 'peers.py', 'setup', 'llama-server', 'smollm2'], check=True,
+    say(f'local model: llama.cpp\'s server with {MODEL_NAME} (made the first time, then cached in {peers_dir})')
+    subprocess.run([sys.executable, PROJECT / 'dev' / 'peers.py', 'setup', 'llama-server', MODEL], check=True,
                    env=dict(os.environ, BOOKAI_PEERS_DIR=peers_dir), stdout=subprocess.DEVNULL)
     os.environ['BOOKAI_PEERS'] = peers_dir
     sys.path.insert(0, str(PROJECT / 'tests'))
     from helpers.peers import LlamaServer
-    return LlamaServer('smollm2', alias='smollm2', ctx=8192, extra_args=('--temp', '0', '-n', '400'), start=False)
+    return LlamaServer(MODEL, alias=MODEL_NAME, ctx=8192, extra_args=SERVER_ARGS, start=False)
 
 
 def book_ai(*args, env, **kw):
@@ -146,12 +142,12 @@ def main(argv=None):
     run(['calibre-debug', '-c', "from calibre.utils.config import dynamic; dynamic.set('welcome_wizard_was_run', True)"], env)
     library = make_library(env)
     with local_model() as server:
-        book_ai('configure', 'openai_compatible', f'base_url={server.base_url}/v1', 'model=smollm2', '--use',
+        book_ai('configure', 'OpenAI compatible', f'base_url={server.base_url}/v1', f'model={MODEL_NAME}', '--use',
                 env=env, check=True, stdout=subprocess.DEVNULL)
-        question = 'Summarize (a quick action)'
-        say(f'asking SmolLM2 about book 1 of the demo library: {question}')
+        question = 'Summarize (a quick action), with passages of the book'
+        say(f'asking {MODEL_NAME} about book 1 of the demo library: {question}')
         print(flush=True)
-        r = book_ai('ask', '--library', library, '--book', 1, '--action', 'summarize', env=env)
+        r = book_ai('ask', '--library', library, '--book', 1, '--action', 'summarize', '--scope', 'book', env=env)
         print(flush=True)
         if r.returncode != 0:
             say('the answer failed: see the sentence above')
@@ -181,7 +177,8 @@ def open_calibre(library, env):
     # the probe selects book 1, opens Discuss and clicks the Summarize quick action, then asks
     # GROUNDED with passages of the whole book
     run(['calibre-debug', '-e', probe, library], dict(env, BOOKAI_PROBE_OUT=str(report_path),
-        BOOKAI_PROBE_SCREENSHOT=str(shot), BOOKAI_PROBE_DISCUSS='Summarize', BOOKAI_PROBE_SHOTS=str(DEMO),
+        BOOKAI_PROBE_SCREENSHOT=str(shot), BOOKAI_PROBE_DISCUSS='Summarize', BOOKAI_PROBE_DISCUSS_SCOPE='book',
+        BOOKAI_PROBE_SHOTS=str(DEMO),
         BOOKAI_PROBE_GROUNDED=GROUNDED, BOOKAI_PROBE_TIMEOUT='600'),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     report = json.loads(report_path.read_text())

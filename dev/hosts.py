@@ -60,6 +60,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import machine  # noqa: E402
+
 PROJECT = Path(__file__).resolve().parent.parent
 HOSTS_DIR = Path(os.environ.get('BOOKAI_HOSTS_DIR', '/var/lib/bookai-hosts'))
 IN_ROOT_PROJECT = '/project'
@@ -91,7 +94,7 @@ path-include=/usr/share/locale/locale.alias
 '''
 
 # What the machine itself needs to make and enter the hosts.
-MACHINE_PACKAGES = ('debootstrap', 'iproute2', 'cmake', 'g++')  # and Node.js with npm (dev/peers.py)
+MACHINE_PACKAGES = ('debootstrap', 'iproute2')
 
 # Variables passed from the caller into a host; everything else is cleared.
 PASS_ENV_PREFIXES = ('BOOKAI_', 'CALIBRE_', 'QT_', 'CI')
@@ -193,6 +196,9 @@ def missing_packages(host, packages):
 
 
 def apt_install(host, packages):
+    if root_of(host) is None:  # this machine
+        machine.install(packages)
+        return
     missing = missing_packages(host, packages)
     if not missing:
         return
@@ -242,12 +248,7 @@ def smoke_test(host):
 
 
 def ensure_machine_packages():
-    missing = [p for p in MACHINE_PACKAGES if subprocess.run(
-        ['dpkg-query', '-W', '-f', '${db:Status-Status}', p], capture_output=True, text=True).stdout != 'installed']
-    if missing:
-        log('installing on this machine:', ' '.join(missing))
-        subprocess.run(['apt-get', 'update', '-qq'], check=True)
-        subprocess.run(['apt-get', 'install', '-y', '-qq'] + missing, check=True, stdout=subprocess.DEVNULL)
+    machine.install(MACHINE_PACKAGES)  # one apt at a time on this machine: see dev/machine.py
 
 
 def recipe(host):
@@ -262,29 +263,34 @@ def recipe(host):
 def setup(hosts):
     ensure_machine_packages()
     for host in hosts:
-        spec = HOSTS[host]
-        root = root_of(host)
-        if root is not None and spec.get('from') and root.exists() and (
-                not stamp_of(root).exists() or stamp_of(root).read_text() != recipe(host)):
-            log(host, 'its recipe changed: making it again')
-            shutil.rmtree(root)
-        if root is None:
-            apt_install(host, PACKAGES)
-        elif not root.exists():
-            if spec.get('from'):
-                setup([spec['from']])
-                strip_ai(host, spec['from'])
-            else:
-                debootstrap(host, spec['suite'])
-        if root is not None and spec.get('from') is None:
-            apt_install(host, PACKAGES)
-        if root is not None:
-            stamp_of(root).write_text(recipe(host))
-        version, has_ai = smoke_test(host)
-        expect_ai = host == 'forky'
-        if has_ai != expect_ai:
-            raise SystemExit(f'{host}: calibre.ai importable = {has_ai}, expected {expect_ai}')
-        log(host, f'ready: calibre {version}, calibre.ai {"present" if has_ai else "absent"}')
+        with machine.held(str(HOSTS_DIR / f'.{host}.lock')):  # two commands making one root wait for each other
+            setup_host(host)
+
+
+def setup_host(host):
+    spec = HOSTS[host]
+    root = root_of(host)
+    if root is not None and spec.get('from') and root.exists() and (
+            not stamp_of(root).exists() or stamp_of(root).read_text() != recipe(host)):
+        log(host, 'its recipe changed: making it again')
+        shutil.rmtree(root)
+    if root is None:
+        apt_install(host, PACKAGES)
+    elif not root.exists():
+        if spec.get('from'):
+            setup([spec['from']])
+            strip_ai(host, spec['from'])
+        else:
+            debootstrap(host, spec['suite'])
+    if root is not None and spec.get('from') is None:
+        apt_install(host, PACKAGES)
+    if root is not None:
+        stamp_of(root).write_text(recipe(host))
+    version, has_ai = smoke_test(host)
+    expect_ai = host == 'forky'
+    if has_ai != expect_ai:
+        raise SystemExit(f'{host}: calibre.ai importable = {has_ai}, expected {expect_ai}')
+    log(host, f'ready: calibre {version}, calibre.ai {"present" if has_ai else "absent"}')
 
 
 def setup_parallel(hosts):

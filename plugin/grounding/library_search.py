@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN
-from calibre_plugins.bookai.grounding.citations import cited_numbers
+from calibre_plugins.bookai.grounding.citations import cited_numbers, repeated_passages
 from calibre_plugins.bookai.grounding.index import STOP
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ class LibraryCitation:
     title: str = ''
     format: str = ''
     text: str = ''
+    repeated: bool = False  # not cited by the model: the answer repeats this passage's words
 
 
 class LibrarySearchError(Exception):
@@ -347,12 +348,18 @@ def fit_budget(per_book: list[list[LibraryPassage]], budget: int) -> tuple[Libra
 
 def library_citations(answer: str, ex: LibraryExcerpt) -> list[LibraryCitation]:
     """The distinct [n] citations in answer, in the order they first appear, each tied to
-    the book and text of passage n; a number that was not sent is flagged (sent=False)."""
+    the book and text of passage n; a number that was not sent is flagged (sent=False). For
+    an answer that cites none, the passages it repeats (citations.repeated_passages), marked
+    repeated."""
     found = []
     for number in cited_numbers(answer):
         p = ex.passage(number)
         found.append(LibraryCitation(number, False) if p is None else
                      LibraryCitation(number, True, p.book_id, p.title, p.format, p.text))
+    if not found:
+        for number in repeated_passages(answer, [p.text for p in ex.passages]):
+            p = ex.passages[number - 1]
+            found.append(LibraryCitation(number, True, p.book_id, p.title, p.format, p.text, repeated=True))
     return found
 
 # }}}

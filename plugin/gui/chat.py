@@ -21,7 +21,9 @@ from qt.core import (
     QFrame, QTextBlockFormat, QTextBrowser, QTextCharFormat, QTextCursor, QTimer, QUrl, QWidget, pyqtSignal,
 )
 
+from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.conversation.render import markdown_to_html, renderer, stable_end
+from calibre_plugins.bookai.grounding.citations import cited_numbers, repeated_passages
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.conversation.conversation import Turn
@@ -133,6 +135,8 @@ class ChatView(QTextBrowser):
             parts.append(muted_html(_('Stopped.')))
         elif turn.finish_reason == 'length':
             parts.append(muted_html(_('The answer was cut off: it reached the length limit.')))
+        if repeated := repeated_html(index, turn):
+            parts.append(repeated)
         if turn.error:
             parts.append(f'<p style="color:{ERROR_COLOR}">{escape(turn.error)}</p>')
             parts.append('<p>' + link(f'retry/{index}', _('Retry'), _('Ask this question again')) + '</p>')
@@ -295,6 +299,20 @@ def citing(index: int, turn: 'Turn') -> Callable[[int], str] | None:
         return (f'<span style="color:{ERROR_COLOR}" title="{escape(_("Not a passage that was sent"))}">'
                 f'{n}?</span>')
     return cite
+
+
+def repeated_html(index: int, turn: 'Turn') -> str:
+    """For an answer sent with passages that cites none of them: the passages whose words it
+    repeats, linked as citations are; '' otherwise."""
+    if not turn.answer or not turn.places or next(cited_numbers(turn.answer), None) is not None:
+        return ''
+    texts = passage_texts(turn.passages)
+    numbers = repeated_passages(turn.answer, [texts.get(n, '') for n in range(1, len(turn.places) + 1)])
+    if not numbers:
+        return ''
+    cite = citing(index, turn)
+    return muted_html(_('The model cited no passage; its answer repeats the words of {passages}.')).replace(
+        '{passages}', ', '.join(f'[{cite(n)}]' for n in numbers))
 
 
 class Stream:

@@ -37,6 +37,22 @@ def provider_class(name: str) -> 'type[AIProviderPlugin]':
     return getattr(importlib.import_module(f'calibre_plugins.bookai.providers.{module}'), cls)
 
 
+def provider_id(text: str) -> str | None:
+    """The id of the provider text names: its id or its name as the settings show it
+    ("OpenAI compatible"), in any case and spacing; None when no provider has that name."""
+    wanted = ' '.join(text.replace('_', ' ').split()).casefold()
+    for name in PROVIDERS:
+        if wanted in (' '.join(name.replace('_', ' ').split()).casefold(),
+                      ' '.join(provider_class(name).display_name.split()).casefold()):
+            return name
+    return None
+
+
+def provider_names() -> list[tuple[str, str]]:
+    """(id, name as shown) of every provider, in the settings' order."""
+    return [(name, provider_class(name).display_name) for name in PROVIDERS]
+
+
 def get_provider(name: str, **kw) -> 'AIProviderPlugin':
     """A provider named name, made with kw (settings, secrets, transport: see AIProviderPlugin)."""
     return provider_class(name)(**kw)

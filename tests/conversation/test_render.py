@@ -14,6 +14,19 @@ def test_tables_lists_and_code():
     assert '<code>x &lt; y' in html
 
 
+def test_items_nested_the_commonmark_way_stay_in_one_list():
+    """Models indent what belongs to an item by the width of its marker (3 spaces after "1. "):
+    one list of four items, each with its own bullet, not four lists that all start at 1."""
+    answer = ('Each part:\n\n' + '\n\n'.join(f'{n}. **Part {n}**: "x"\n   - What part {n} is.' for n in range(1, 5))
+              + '\n\nThat is all.\n\n```\n1. code\n   - stays as it is\n```\n')
+    html = markdown_to_html(answer)
+    assert html.count('<ol>') == 1 and html.count('<li>') == 8 and html.count('<ul>') == 4, html
+    assert html.index('Part 4') < html.index('</ol>') < html.index('That is all.')
+    assert '1. code\n   - stays as it is' in html  # inside a code block nothing moves
+    # a line indented under a paragraph (not a list) is left alone
+    assert markdown_to_html('Text\n   more') == '<p>Text\n   more</p>'
+
+
 def test_citations_become_what_cite_makes_them_outside_code():
     html = markdown_to_html('Use the button [1]; see [2, 3] and passage 4.\n\n`[5]` and\n\n```\n[6]\n```\n',
                             lambda n: f'<a href="bookai:cite/0/{n}">{n}</a>')

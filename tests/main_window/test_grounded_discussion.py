@@ -181,6 +181,24 @@ def test_citations_link_to_their_passages(qapp, prefs, gui, books, tiny, artifac
     w.close()
 
 
+def test_an_answer_that_cites_nothing_links_the_passages_it_repeats(qapp, prefs, gui, books, tiny):
+    use_server(prefs, tiny.base_url)
+    w = window(gui, books)
+    w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('book'))
+    turn = ask(w)
+    assert len(turn.places) >= 2
+    # as a small local model writes: the words of passage 2, no [n]
+    turn.answer = 'Here is how: ' + ' '.join(passage_texts(turn.passages)[2].split()[:16]) + '.'
+    w.panel.show_conversation()
+    text, html = w.panel.chat.toPlainText(), w.panel.chat.toHtml()
+    assert 'The model cited no passage; its answer repeats the words of [2].' in text, text
+    assert 'bookai:cite/0/2' in html
+    turn.answer += ' As [1] says.'  # a citation of its own: nothing is guessed
+    w.panel.show_conversation()
+    assert 'cited no passage' not in w.panel.chat.toPlainText()
+    w.close()
+
+
 def test_consent_before_book_text_goes_to_an_online_provider(qapp, prefs, gui, books, tiny):
     use_server(prefs, tiny.base_url)
     prefs['providers'] = dict(prefs['providers'], openrouter={'base_url': tiny.base_url + '/v1', 'model': 'tiny'})

@@ -7,7 +7,8 @@ Writes a JSON report to $BOOKAI_PROBE_OUT and, if $BOOKAI_PROBE_SCREENSHOT is
 set, a screenshot of the window there. A watchdog ends a run that hangs (a
 modal error dialog, say) and says so in the report.
 
-$BOOKAI_PROBE_DISCUSS: a discussion and a quick action (see discuss()).
+$BOOKAI_PROBE_DISCUSS: a discussion and a quick action (see discuss()), with the Book text
+$BOOKAI_PROBE_DISCUSS_SCOPE (a scope's name) when set.
 $BOOKAI_PROBE_FEATURES: every feature of the Book AI menu in turn (see features()).
 $BOOKAI_PROBE_SWITCH_TO / $BOOKAI_PROBE_QUIT: an answer streaming when the library is
 switched, or calibre quits (see interrupt()).
@@ -146,6 +147,8 @@ def discuss(gui):
     (w,) = ac.windows
     report['window_title'] = w.windowTitle()
     report['quick_actions'] = [b.text() for b in w.action_buttons]
+    if scope := os.environ.get('BOOKAI_PROBE_DISCUSS_SCOPE'):  # the Book text the quick action goes with
+        w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData(scope))
     next(b for b in w.action_buttons if b.text() == os.environ['BOOKAI_PROBE_DISCUSS']).click()
 
     def wait():
@@ -183,6 +186,10 @@ def discuss(gui):
             if shots:
                 w.grab().save(os.path.join(shots, 'discussion-grounded.png'))
             report.write()
+            if shots and report['grounded']['links']:  # the first passage linked under the answer, shown
+                from qt.core import QUrl
+                QTimer.singleShot(50, lambda: grab_modal('citation', settings_by_menu))
+                return w.panel.chat.on_link(QUrl(f'bookai:cite/0/{report["grounded"]["links"][0]}'))
             settings_by_menu()
         QTimer.singleShot(50, answered)
 

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+# License: GPLv3 Copyright: the Book AI developers
+"""The README's two commands on a fresh Debian 12 machine, as a newcomer runs them.
+
+    python3 dev/fresh_debian.py                 as root, on a machine with no sudo
+    python3 dev/fresh_debian.py --user          as a user who has sudo
+    python3 dev/fresh_debian.py --all-tests     the whole test command, not only its set-up
+
+It makes a fresh Debian 12 root (debootstrap bookworm, minbase, with only python3, git and
+ca-certificates added: what cloning the repository takes), clones this repository into it
+and runs there, as root or as the user "reader" (with sudo, which asks no password here):
+
+    python3 dev/demo.py
+    python3 dev/test.py --setup-only     (python3 dev/test.py with --all-tests)
+
+Nothing of the project is in the root before: no calibre, no compiler, no llama.cpp, no
+model, no host. Each command's time and the tail of its output are printed; the whole
+output is kept in build/fresh/<root name>/. The root gets what every machine here has
+and a newcomer never sets up: this machine's Debian mirror and its apt settings, and
+its extra CA certificates (the network's own), nothing else.
+
+--uncommitted clones the working tree as it is now (a snapshot commit under
+refs/bookai/fresh, removed afterwards) instead of the last commit. The root is
+deleted afterwards unless --keep. Needs root on this machine (debootstrap, chroot).
+"""
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hosts  # noqa: E402
+
+USER = 'reader'
+CLONE = '/srv/bookai-origin'  # where this repository is seen inside the root, read-only
+SNAPSHOT_REF = 'refs/bookai/fresh'
+# the environment a shell here has that says how to trust this network's certificates
+PASS_ENV = ('SSL_CERT_FILE', 'SSL_CERT_DIR', 'REQUESTS_CA_BUNDLE', 'PIP_CERT', 'NODE_EXTRA_CA_CERTS', 'CURL_CA_BUNDLE',
+            'GIT_SSL_CAINFO', 'http_proxy', 'https_proxy', 'no_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY')
+
+
+def say(*args):
+    print('[fresh]', *args, flush=True)
+
+
+def make_root(root, user):
+    include = 'python3,git,ca-certificates' + (',sudo' if user else '')
+    say(f'debootstrap bookworm into {root} (minbase + {include})')
+    subprocess.run(['debootstrap', '--variant=minbase', f'--include={include}', 'bookworm', str(root),
+                    hosts.apt_mirror()], check=True, stdout=subprocess.DEVNULL)
+    # what every machine here has: the mirror's apt settings and the network's CA certificates
+    for conf in Path('/etc/apt/apt.conf.d').iterdir():
+        if conf.is_file() and 'Acquire::' in conf.read_text(errors='replace'):
+            shutil.copy(conf, root / 'etc/apt/apt.conf.d' / conf.name)
+    for cert in Path('/usr/local/share/ca-certificates').glob('*.crt'):
+        shutil.copy(cert, root / 'usr/local/share/ca-certificates' / cert.name)
+    script = 'update-ca-certificates >/dev/null'
+    if user:
+        script += (f' && useradd --create-home --shell /bin/bash --groups sudo {USER}'
+                   f' && echo "{USER} ALL=(ALL) NOPASSWD: ALL" > /etc/sudoers.d/{USER}'
+                   f' && chmod 0440 /etc/sudoers.d/{USER}')
+    enter(root, ['sh', '-c', script], as_user=False)
+
+
+def enter(root, argv, as_user, log=None, cwd='/'):
+    """Run argv inside root (as root, or as the reader with a login shell), with proc, sys,
+    a private /tmp and /dev/shm, and this repository read-only at CLONE."""
+    q = shlex.quote
+    r = str(root)
+    env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
+    env.update(LANG='C.UTF-8', PATH='/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+               HOME=f'/home/{USER}' if as_user else '/root', TERM='dumb')
+    command = f'cd {q(cwd)} && exec ' + ' '.join(q(a) for a in argv)
+    inner = ['chroot', r, '/usr/bin/env', '-i'] + [f'{k}={v}' for k, v in env.items()]
+    if as_user:  # runuser keeps this environment, and gives the user their groups (sudo)
+        inner += ['runuser', '-u', USER, '--']
+    inner += ['/bin/sh', '-c', command]
+    lines = [
+        'set -e',
+        # the root a mount point of its own, as / is on a machine: unshare --propagation needs it
+        f'mount --bind {q(r)} {q(r)}',
+        f'mount -t proc proc {q(r + "/proc")}',
+        f'mount -t sysfs sys {q(r + "/sys")}',
+        f'mkdir -p {q(r + "/dev/shm")} && mount -t tmpfs -o mode=1777 tmpfs {q(r + "/dev/shm")}',
+        f'mkdir -p {q(r + "/dev/pts")} && mount -t devpts -o newinstance,ptmxmode=0666 devpts {q(r + "/dev/pts")}',
+        f'mount -t tmpfs -o mode=1777 tmpfs {q(r + "/tmp")}',
+        f'mount -t tmpfs tmpfs {q(r + "/run")} && mkdir -p {q(r + "/run/lock")}',
+        f'cp -f /etc/resolv.conf {q(r + "/etc/resolv.conf")}',
+        f'mkdir -p {q(r + CLONE)} && mount --bind -o ro {q(str(PROJECT))} {q(r + CLONE)}',
+        'exec ' + ' '.join(q(a) for a in inner),
+    ]
+    argv = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', '\n'.join(lines)]
+    if log is None:
+        return subprocess.run(argv, check=True)
+    with open(log, 'w') as f:
+        return subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT)
+
+
+def snapshot():
+    """A commit of the working tree as it is (tracked and new files, less what .gitignore leaves out)."""
+    env = dict(os.environ, GIT_INDEX_FILE=str(PROJECT / '.git' / 'bookai-fresh-index'))
+    git = ['git', '-C', str(PROJECT)]
+    subprocess.run(git + ['read-tree', 'HEAD'], env=env, check=True)
+    subprocess.run(git + ['add', '-A'], env=env, check=True)
+    tree = subprocess.run(git + ['write-tree'], env=env, check=True, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(git + ['commit-tree', tree, '-p', 'HEAD', '-m', 'working tree, for dev/fresh_debian.py'],
+                            env=env, check=True, capture_output=True, text=True).stdout.strip()
+    Path(env['GIT_INDEX_FILE']).unlink()
+    subprocess.run(git + ['update-ref', SNAPSHOT_REF, commit], check=True)
+    return commit
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--user', action='store_true', help=f'run the commands as "{USER}", a user with sudo')
+    ap.add_argument('--all-tests', action='store_true', help='run the whole test command, not only its set-up')
+    ap.add_argument('--uncommitted', action='store_true', help='clone the working tree as it is now')
+    ap.add_argument('--root', type=Path, help='where to make the root (default /var/tmp/bookai-fresh-root|user)')
+    ap.add_argument('--keep', action='store_true', help='keep the root afterwards')
+    a = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        raise SystemExit('dev/fresh_debian.py needs root on this machine (debootstrap, chroot)')
+    name = 'user' if a.user else 'root'
+    root = a.root or Path(f'/var/tmp/bookai-fresh-{name}')
+    logs = PROJECT / 'build' / 'fresh' / name
+    logs.mkdir(parents=True, exist_ok=True)
+    if root.exists():
+        shutil.rmtree(root)
+    start = time.monotonic()
+    make_root(root, a.user)
+    say(f'fresh Debian 12 root made in {time.monotonic() - start:.0f} s')
+    home = f'/home/{USER}' if a.user else '/root'
+    commit = snapshot() if a.uncommitted else 'HEAD'
+    try:
+        clone = f'git clone -q {CLONE} bookai'
+        if a.uncommitted:
+            clone += f' && cd bookai && git fetch -q origin {SNAPSHOT_REF} && git checkout -q FETCH_HEAD'
+        if a.user:  # the reader's own clone (as root: git refuses a repository owned by another user)
+            clone += f' && chown -R {USER}:{USER} {home}/bookai'
+        enter(root, ['sh', '-c', clone], False, cwd=home)
+    finally:
+        if a.uncommitted:
+            subprocess.run(['git', '-C', str(PROJECT), 'update-ref', '-d', SNAPSHOT_REF], check=True)
+    say(f'cloned {commit} into {home}/bookai, as {USER if a.user else "root"}')
+    commands = [['python3', 'dev/demo.py'], ['python3', 'dev/test.py'] + ([] if a.all_tests else ['--setup-only'])]
+    status = 0
+    for command in commands:
+        log = logs / (Path(command[1]).stem + '.log')
+        say('$', ' '.join(command), f'(output in {log})')
+        t = time.monotonic()
+        code = enter(root, command, a.user, log=log, cwd=f'{home}/bookai').returncode
+        say(f'exit {code} after {time.monotonic() - t:.0f} s; its last lines:')
+        print(''.join(log.read_text(errors='replace').splitlines(keepends=True)[-25:]), flush=True)
+        status = status or code
+        if code:
+            break
+    say(f'all done in {time.monotonic() - start:.0f} s: {"ok" if status == 0 else "FAILED"}')
+    if not a.keep:
+        shutil.rmtree(root)
+    return status
+
+
+if __name__ == '__main__':
+    sys.exit(main())
