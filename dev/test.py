@@ -121,7 +121,7 @@ def prepare(selected):
     """Make what the tests need: first what this machine needs from Debian (dev/machine.py, the
     only apt on this machine), then the hosts, and the LLM peers (dev/peers.py) beside them:
     building llama-server is CPU-bound, making roots is network- and dpkg-bound."""
-    machine.install(machine.TESTS)
+    machine.install(machine.TESTS + hosts.PACKAGES)
     peers = subprocess.Popen([sys.executable, str(hosts.PROJECT / 'dev' / 'peers.py'), 'setup'])
     hosts.setup_parallel(selected)
     if peers.wait() != 0:

@@ -77,6 +77,12 @@ def is_safe(url: str) -> bool:
 TABLE = '<table border="1" cellspacing="0" cellpadding="4" style="border-collapse: collapse">'
 
 
+def closes(fence: str, m: 're.Match[str] | None', line: str) -> bool:
+    """Whether line (m: FENCE's match of it) ends the code block fence opened: the same
+    character, at least as many, and nothing after them."""
+    return m is not None and m.group(1).startswith(fence) and not line.strip()[len(m.group(1)):]
+
+
 LIST_ITEM = re.compile(r'(?:\d{1,9}[.)]|[-*+])[ \t]')
 SHALLOW = re.compile(r'( {1,3})(?=\S)')
 
@@ -89,7 +95,7 @@ def nested_lists(text: str) -> str:
     for line in text.splitlines(keepends=True):
         m = FENCE.match(line)
         if fence is not None:
-            if m and m.group(1).startswith(fence) and not line.strip()[len(m.group(1)):]:
+            if closes(fence, m, line):
                 fence = None
         elif m:
             fence = m.group(1)[0] * 3
@@ -148,7 +154,7 @@ def stable_end(text: str) -> int:
                 fence = m.group(1)[0] * 3
             elif line.strip() and previous_blank and not line[0].isspace():
                 end = pos
-        elif m and m.group(1).startswith(fence) and not line.strip()[len(m.group(1)):]:
+        elif closes(fence, m, line):
             fence = None
         previous_blank = not line.strip() and fence is None
         pos += len(line)

@@ -52,10 +52,10 @@ def runs(text: str, size: int = RUN) -> set[tuple[str, ...]]:
 
 def repeated_passages(answer: str, passages: 'Sequence[str]', least: int = 2, most: int = 3) -> list[int]:
     """The numbers (from 1) of the passages whose words answer repeats (at least least runs of
-    RUN words in the same order), the most repeated first, at most most of them. For an answer
-    that cites no passage; [] when it repeats none."""
+    RUN words in the same order), the most repeated first, at most most of them; [] when it
+    repeats none, and for an answer that cites any passage, whose own citations stand."""
     said = runs(answer)
-    if not said:
+    if not said or next(cited_numbers(answer), None) is not None:
         return []
     shared = [(len(said & runs(text)), n) for n, text in enumerate(passages, 1)]
     return [n for count, n in sorted(shared, key=lambda c: (-c[0], c[1])) if count >= least][:most]
@@ -81,6 +81,4 @@ def citations(answer: str, excerpt: 'Excerpt') -> list[Citation]:
         return Citation(number, True, excerpt.chapter_of(number), p.start / book_length if book_length else 0.0,
                         p.text, repeated)
     found = [of(n) if 0 < n <= len(excerpt.passages) else Citation(n, False) for n in cited_numbers(answer)]
-    if not found:
-        found = [of(n, True) for n in repeated_passages(answer, [p.text for p in excerpt.passages])]
-    return found
+    return found or [of(n, True) for n in repeated_passages(answer, [p.text for p in excerpt.passages])]

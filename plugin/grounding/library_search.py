@@ -356,10 +356,9 @@ def library_citations(answer: str, ex: LibraryExcerpt) -> list[LibraryCitation]:
         p = ex.passage(number)
         found.append(LibraryCitation(number, False) if p is None else
                      LibraryCitation(number, True, p.book_id, p.title, p.format, p.text))
-    if not found:
-        for number in repeated_passages(answer, [p.text for p in ex.passages]):
-            p = ex.passages[number - 1]
-            found.append(LibraryCitation(number, True, p.book_id, p.title, p.format, p.text, repeated=True))
+    for number in repeated_passages(answer, [p.text for p in ex.passages]):  # none when it cites any
+        p = ex.passages[number - 1]
+        found.append(LibraryCitation(number, True, p.book_id, p.title, p.format, p.text, repeated=True))
     return found
 
 # }}}

@@ -23,7 +23,7 @@ from qt.core import (
 
 from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.conversation.render import markdown_to_html, renderer, stable_end
-from calibre_plugins.bookai.grounding.citations import cited_numbers, repeated_passages
+from calibre_plugins.bookai.grounding.citations import repeated_passages
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.conversation.conversation import Turn
@@ -304,7 +304,7 @@ def citing(index: int, turn: 'Turn') -> Callable[[int], str] | None:
 def repeated_html(index: int, turn: 'Turn') -> str:
     """For an answer sent with passages that cites none of them: the passages whose words it
     repeats, linked as citations are; '' otherwise."""
-    if not turn.answer or not turn.places or next(cited_numbers(turn.answer), None) is not None:
+    if not turn.answer or not turn.places:
         return ''
     texts = passage_texts(turn.passages)
     numbers = repeated_passages(turn.answer, [texts.get(n, '') for n in range(1, len(turn.places) + 1)])

@@ -99,6 +99,7 @@ def test_an_answer_that_cites_nothing_shows_the_passages_it_repeats(guide):
     found = citations(answer + ' [1]', ex)  # a real citation: nothing is guessed
     assert [(c.number, c.repeated) for c in found] == [(1, False)]
     assert repeated_passages('', [p.text for p in ex.passages]) == []
+    assert repeated_passages(answer + ' [99]', [p.text for p in ex.passages]) == []  # it cites, if wrongly
 
 
 def test_a_book_cannot_close_its_passages_early(guide):
