@@ -5,7 +5,8 @@
     python3 dev/fill_po.py translations/de.po translations-de.py
 
 A translator's helper: the file defines one upper-case dict (DE, FR, ...). Entries
-already translated are left alone; msgids not in the .po are reported.
+already translated are left alone; msgids not in the .po are reported. A plural entry
+(msgid_plural) takes a list of its forms, in the order of the language's Plural-Forms.
 """
 
 import ast
@@ -32,6 +33,22 @@ def main(po_path, dict_path):
             msgid = ''.join(ast.literal_eval(p) for p in parts)
             out.extend(lines[i:j + 1])
             k = j + 1
+            if k < len(lines) and lines[k].startswith('msgid_plural "'):  # a plural: a list of forms in the table
+                while k + 1 < len(lines) and lines[k + 1].startswith('"'):
+                    k += 1
+                out.extend(lines[j + 1:k + 1])
+                k += 1
+                forms = table.get(msgid)
+                while k < len(lines) and lines[k].startswith('msgstr['):
+                    n = int(lines[k][7:lines[k].index(']')])
+                    if isinstance(forms, (list, tuple)) and lines[k].endswith('""'):
+                        out.append(f'msgstr[{n}] ' + po_quote(forms[min(n, len(forms) - 1)]))
+                        used.add(msgid)
+                    else:
+                        out.append(lines[k])
+                    k += 1
+                i = k
+                continue
             if k < len(lines) and lines[k] == 'msgstr ""' and (k + 1 >= len(lines) or not lines[k + 1].startswith('"')) \
                     and msgid in table:
                 out.append('msgstr ' + po_quote(table[msgid]))

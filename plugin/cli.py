@@ -7,12 +7,14 @@
     ask --library PATH --book ID... (--action NAME | --prompt TEXT) [--provider NAME] [--model ID] [--json]
         [--scope metadata|selection|chapter|position|book] [--position FRACTION] [--text TEXT] [--show-sent]
     ask-library QUESTION --library PATH [--book ID...] [--provider NAME] [--model ID] [--json] [--show-sent]
+    import-calibre [--library PATH...] [--yes]    what of calibre's own AI settings can be carried over; --yes does it
 
 Exit codes: 0 done, 2 bad usage (also: book text asked for up to the reader's place
 when no place is known; nothing is sent), 3 provider not configured (or, for
 ask-library, the library has no full-text index), 4 provider error, 5 nothing in the
 library matches, 6 the settings or the conversation could not be written (the answer
-was given; a damaged settings file is kept under a new name first), 130 stopped by
+was given; a damaged settings file is kept under a new name first), 7 one of calibre's
+settings files could not be read (nothing of it is used; it is left as it is), 130 stopped by
 Ctrl-C (what came of the answer is kept in the history, as Stop does in a window);
 each failure with one sentence on standard error.
 
@@ -48,6 +50,7 @@ from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.question import Question, book_question, library_book_text, library_question
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
+from calibre_plugins.bookai.core.web_links import kept_links
 from calibre_plugins.bookai.core.messages import (
     Answer, Chunk, Done, Failed, Message, ReasoningDelta, TextDelta, estimated_tokens,
 )
@@ -75,6 +78,7 @@ load_translations()
 
 OK, USAGE, NOT_CONFIGURED, PROVIDER_ERROR = 0, 2, 3, 4
 NOT_WRITTEN = 6  # the settings, or the conversation in the History, could not be written
+NOT_READ = 7     # a settings file of calibre's own AI could not be read
 STOPPED = 130  # Ctrl-C, by the shell's convention (128 + SIGINT)
 
 # Shown escaped: C0 but line feed and tab, DEL, C1; also lone surrogates, which no terminal can be sent.
@@ -152,6 +156,15 @@ def parser() -> Parser:
     a.add_argument('--show-sent', action='store_true', help=_('Print the exact messages that would be sent, with '
                                                               'their token count, and send nothing'))
     add_ask_library(sub)
+    i = sub.add_parser('import-calibre', help=_("Carry calibre's own AI settings over into Book AI's"),
+                       description=_("Lists what calibre's own AI (calibre 8.11 and later) kept: providers, keys, "
+                                     'the chosen provider, the answer language, quick actions, the fields sent, the '
+                                     "viewer's highlight style; and where each lands in Book AI. calibre's files are "
+                                     'only read.'))
+    i.add_argument('--library', action='append', default=[], metavar='PATH',
+                   help=_('Also read the fields chosen for this library (repeatable; the libraries calibre '
+                          'has used are read anyway)'))
+    i.add_argument('--yes', action='store_true', help=_('Carry them over (without it, nothing is changed)'))
     return p
 
 
@@ -177,7 +190,8 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     try:
         args = p.parse_args(argv)
         if not args.command:
-            raise Exit(USAGE, _('Name a command: providers, models, configure, ask or ask-library.'))
+            raise Exit(USAGE, _('Name a command: providers, models, configure, ask, ask-library or '
+                                'import-calibre.'))
         settings_problems(stderr)
         return COMMANDS[args.command](args, stdin, stdout)
     except Exit as e:
@@ -467,7 +481,7 @@ def events_of(chunk: Chunk) -> list[dict]:
     if isinstance(chunk, Done):
         return [dict(type='usage', **asdict(chunk.usage)),  # tokens, and cost (None: unknown)
                 {'type': 'done', 'model': chunk.model, 'finish_reason': chunk.finish_reason,
-                 'web_links': [{'title': w.title, 'url': w.url} for w in chunk.web_links]}]
+                 'web_links': [{'title': w.title, 'url': w.url} for w in kept_links(chunk.web_links)[0]]}]
     return []
 
 
@@ -529,6 +543,15 @@ def stream_answer(provider: AIProviderPlugin, messages: list[Message], args: arg
                 say(stdout, chunk.text, end='')
     if not args.json and answer.text and not answer.text.endswith('\n'):
         say(stdout)
+    if not args.json and answer.done is not None:
+        links, left_out = kept_links(answer.done.web_links)
+        if links:
+            say(stdout, _('Sources:'))
+        for w in links:
+            say(stdout, f'- {w.title} <{w.url}>')
+        if left_out:
+            say(stdout, ngettext('{count} more page the answer named is not shown.',
+                                 '{count} more pages the answer named are not shown.', left_out).format(count=left_out))
     return answer
 
 
@@ -583,5 +606,25 @@ def snippet(text: str, size: int = 100) -> str:
     return text if len(text) <= size else text[:size].rsplit(' ', 1)[0] + '…'
 
 
+def cmd_import_calibre(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    from calibre_plugins.bookai.from_calibre import settings as calibre_settings  # this command only
+    found = calibre_settings.read(libraries=args.library)
+    for line in found.summary().splitlines():
+        say(stdout, line)
+    if not found.items and not found.problems:
+        say(stdout, _("calibre's own AI settings were not found in {folder}.").format(
+            folder=calibre_settings.calibre_config_dir()))
+    if args.yes and found.found:
+        failed = calibre_settings.carry_over(found)
+        if failed:
+            raise Exit(NOT_WRITTEN, '\n'.join(failed + found.problems))
+        say(stdout, _('Carried over into Book AI.'))
+    elif found.found:
+        say(stdout, _('Nothing was changed: add --yes to carry these over.'))
+    if found.problems:
+        raise Exit(NOT_READ, '\n'.join(found.problems))
+    return OK
+
+
 COMMANDS = {'providers': cmd_providers, 'models': cmd_models, 'configure': cmd_configure, 'ask': cmd_ask,
-            'ask-library': cmd_ask_library}
+            'ask-library': cmd_ask_library, 'import-calibre': cmd_import_calibre}

@@ -10,6 +10,7 @@ the preferences, in the order shown; builtin actions can be disabled or edited,
 never deleted.
 """
 
+import re
 import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -136,6 +137,15 @@ def library_actions(include_disabled: bool = False) -> list[QuickAction]:
 def viewer_actions(include_disabled: bool = False) -> list[QuickAction]:
     actions = merge_actions(viewer_actions_builtin(), plugin_prefs()['viewer_actions'])
     return actions if include_disabled else [a for a in actions if a.enabled]
+
+
+def action_name(label: str, taken: set[str]) -> str:
+    """A unique action name made from its label: lower case letters, digits and underscores."""
+    base = re.sub(r'\W+', '_', label.strip().lower()).strip('_') or 'action'
+    name, n = base, 2
+    while name in taken:
+        name, n = f'{base}_{n}', n + 1
+    return name
 
 
 def find_action(actions: Iterable[QuickAction], name: str) -> QuickAction | None:

@@ -19,7 +19,8 @@ from calibre_plugins.bookai.conversation.books import BookInfo, answer_language
 from calibre_plugins.bookai.conversation.prompts import (
     context_prompt, grounding_instructions, reading_prompt, with_passages,
 )
-from calibre_plugins.bookai.core.messages import Answer, Cost, Message, Role, Usage
+from calibre_plugins.bookai.core.messages import Answer, Cost, Message, Role, Usage, WebLink
+from calibre_plugins.bookai.core.web_links import kept_links
 from calibre_plugins.bookai.grounding.scopes import Place
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class Turn:
     passages: str = ''          # the book's text sent with the question (conversation.prompts.numbered_block)
     spoiler_safe: bool = False  # sent with "nothing after the reader's position"
     places: tuple[Place, ...] = ()  # where each passage sent is in the book, for citations
+    web_links: tuple[WebLink, ...] = ()  # the web pages the answer used (core.web_links.kept_links)
+    web_links_left_out: int = 0     # and how many more it named that are not kept
 
     @property
     def answered(self) -> bool:
@@ -129,6 +132,7 @@ class Conversation:
         done = answer.done
         turn.model, turn.usage, turn.finish_reason = done.model, done.usage, done.finish_reason
         turn.reasoning_details = done.reasoning_details
+        turn.web_links, turn.web_links_left_out = kept_links(done.web_links)
         if turn.answered and not self.model:  # the first answer pins provider and model for follow-ups
             self.provider, self.model = provider or self.provider, done.model
         return turn
@@ -190,7 +194,8 @@ def turn_as_dict(t: Turn) -> dict[str, Any]:
     return {'question': t.question, 'answer': t.answer, 'reasoning': t.reasoning, 'model': t.model,
             'error': t.error, 'finish_reason': t.finish_reason, 'asked': t.asked, 'passages': t.passages,
             'spoiler_safe': t.spoiler_safe, 'places': [[p.chapter, p.position, p.cfi, p.book_id, p.fmt] for p in t.places],
-            'usage': None if t.usage is None else asdict(t.usage)}
+            'usage': None if t.usage is None else asdict(t.usage),
+            'web_links': [[w.title, w.url] for w in t.web_links], 'web_links_left_out': t.web_links_left_out}
 
 
 def turn_from_dict(d: dict[str, Any]) -> Turn:
@@ -204,9 +209,11 @@ def turn_from_dict(d: dict[str, Any]) -> Turn:
                           c.get('price_date', '')))
     answer, reasoning, model, error, finish_reason = (text_field(d, k) for k in (
         'answer', 'reasoning', 'model', 'error', 'finish_reason'))
+    links, left_out = kept_links(WebLink(*pair) for pair in web_link_pairs(d))
     return Turn(str(d['question']), answer, reasoning, model, usage, error, finish_reason, float(d.get('asked') or 0),
                 passages=str(d.get('passages') or ''), spoiler_safe=bool(d.get('spoiler_safe')),
-                places=tuple(place_from_list(p) for p in d.get('places') or ()))
+                places=tuple(place_from_list(p) for p in d.get('places') or ()), web_links=links,
+                web_links_left_out=left_out + max(0, count_field(d, 'web_links_left_out') or 0))
 
 
 def text_field(d: dict[str, Any], key: str) -> str:
@@ -223,6 +230,15 @@ def count_field(d: dict[str, Any], key: str) -> int | None:
     if value is not None and type(value) is not int:
         raise TypeError(f'{key} is a {type(value).__name__}, not a count')
     return value
+
+
+def web_link_pairs(d: dict[str, Any]) -> list[tuple[str, str]]:
+    """The [title, address] pairs of a saved turn's web pages (none when missing), which must be text."""
+    pairs = d.get('web_links') or []
+    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and all(
+            isinstance(v, str) for v in p) for p in pairs):
+        raise TypeError('web_links is not a list of [title, address] pairs')
+    return [(p[0], p[1]) for p in pairs]
 
 
 def place_from_list(p: list) -> Place:

@@ -6,9 +6,8 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from calibre_plugins.bookai.conversation.books import BookInfo, book_info
+from calibre_plugins.bookai.conversation.books import BookInfo, allowed_fields, book_info
 from calibre_plugins.bookai.conversation.history import History
-from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
     from calibre.db.cache import Cache
@@ -44,5 +43,5 @@ class BookLibrary:
         return self.db.has_id(book_id)
 
     def books(self, book_ids: Iterable[int]) -> list[BookInfo]:
-        allowed = plugin_prefs()['book_fields']
+        allowed = allowed_fields(self.library_id)
         return [book_info(self.db, book_id, allowed) for book_id in book_ids]

@@ -50,6 +50,12 @@ MAX_JSON_DEPTH = 128
 # and name: a longer one is not a model anyone can choose.
 MAX_MODELS = 5000
 MAX_MODEL_ID_CHARS = 256
+# What a model list may say about one model besides its id: a description (OpenRouter's are a
+# few hundred characters, their longest about 2,000), its prices (a dozen kinds) and what it
+# takes in and gives out (text, image, audio, file, video). More is cut.
+MAX_MODEL_DESCRIPTION_CHARS = 4000
+MAX_MODEL_PRICES = 16
+MAX_MODEL_MODALITIES = 8
 
 # The size of the cached model list on disk. MAX_MODELS models of the longest
 # ids and names fit well within it; a bigger file was not written by Book AI
@@ -61,6 +67,15 @@ MAX_MODELS_CACHE_BYTES = 8 * 1024 * 1024
 # forever does not get to hold the request for ever. (The longest silence, the
 # read timeout, is a setting of each provider.)
 ANSWER_SECONDS = 60 * 60
+
+# The web pages one answer says it used (web search), as kept with the answer and
+# shown under it (core/web_links.py): how many, the longest address, the longest
+# title. A real answer names a few dozen pages at most, with addresses of a few
+# hundred characters; more pages than this are left out (and counted), a longer
+# address is no page anyone can open, a longer title is cut.
+MAX_WEB_LINKS = 50
+MAX_WEB_LINK_URL_CHARS = 2048
+MAX_WEB_LINK_TITLE_CHARS = 300
 
 
 class TooDeep(ValueError):

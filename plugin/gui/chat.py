@@ -11,6 +11,12 @@ header and the links under it are rendered.
 Links in the conversation are handled here: ours (scheme "bookai:") become the
 link_activated signal, http and https ones open in the browser only when
 clicked, and the document never loads a resource from anywhere.
+
+The web pages an answer used (web search) are listed under it, as calibre lists
+them: each title a link to its page, its site beside it. They come from outside:
+only what core.web_links keeps is shown (web addresses, each once, a bounded
+number, titles escaped with their control characters shown), and only http and
+https addresses are links.
 """
 
 from collections.abc import Callable, Sequence
@@ -23,6 +29,7 @@ from qt.core import (
 
 from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.conversation.render import markdown_to_html, renderer, stable_end
+from calibre_plugins.bookai.core.web_links import is_web_address, kept_links, site
 from calibre_plugins.bookai.grounding.citations import repeated_passages
 
 if TYPE_CHECKING:
@@ -130,7 +137,7 @@ class ChatView(QTextBrowser):
 
     def turn_footer_html(self, index: int, turn: 'Turn') -> str:
         """What follows an answer: how it ended when that is worth saying, an error, the links."""
-        parts = []
+        parts = [sources_html(turn)]
         if turn.finish_reason == 'cancelled':
             parts.append(muted_html(_('Stopped.')))
         elif turn.finish_reason == 'length':
@@ -313,6 +320,32 @@ def repeated_html(index: int, turn: 'Turn') -> str:
     cite = citing(index, turn)
     return muted_html(_('The model cited no passage; its answer repeats the words of {passages}.')).replace(
         '{passages}', ', '.join(f'[{cite(n)}]' for n in numbers))
+
+
+def sources_html(turn: 'Turn') -> str:
+    """The web pages an answer used, as a list of links under it ('' for none)."""
+    if not turn.answer:
+        return ''
+    links, left_out = kept_links(turn.web_links)  # kept so already: held to the rules however the turn was made
+    left_out += turn.web_links_left_out
+    if not links and not left_out:
+        return ''
+    items = []
+    for w in links:
+        host = site(w.url)
+        title = escape(w.title or host or w.url)
+        if is_web_address(w.url):
+            title = f'<a href="{escape(w.url)}" title="{escape(w.url)}">{title}</a>'
+        items.append(f'<li>{title}' + (f' <span style="color:{MUTED_COLOR}">— {escape(host)}</span>' if host else '')
+                     + '</li>')
+    parts = [f'<p style="margin-top:8px; margin-bottom:2px; color:{MUTED_COLOR}"><b>{escape(_("Sources"))}</b></p>']
+    if items:
+        parts.append(f'<ul style="margin-top:0; margin-bottom:4px">{"".join(items)}</ul>')
+    if left_out:
+        parts.append(muted_html(ngettext('{count} more page the answer named is not shown.',
+                                         '{count} more pages the answer named are not shown.',
+                                         left_out).format(count=left_out)))
+    return ''.join(parts)
 
 
 class Stream:

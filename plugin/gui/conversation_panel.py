@@ -2,7 +2,9 @@
 """The conversation part shared by the library's discussion window and the viewer's
 panel: the chat, the question box (Enter sends, Shift+Enter starts a new line),
 Send/Stop, Retry, New chat, Copy all, Save, What will be sent, Settings, and the
-line naming provider, model, tokens and cost.
+line naming provider, model, tokens and cost. Under the chat, calibre's notice that
+AI answers can be inaccurate, shown as calibre 9.x shows it: once there is an answer,
+and not while one is coming.
 
 A question is sent from a worker thread (gui.worker) and its answer streams back
 into the chat. Stop cancels it; an error is shown in words inside the
@@ -23,8 +25,8 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from qt.core import (
-    QApplication, QCloseEvent, QDialog, QHBoxLayout, QKeyEvent, QLabel, QPlainTextEdit, QPushButton, QSizePolicy,
-    Qt, QVBoxLayout, QWidget, pyqtSignal,
+    QApplication, QCloseEvent, QDialog, QFont, QHBoxLayout, QKeyEvent, QLabel, QPalette, QPlainTextEdit, QPushButton,
+    QSizePolicy, Qt, QVBoxLayout, QWidget, pyqtSignal,
 )
 
 from calibre_plugins.bookai.conversation.conversation import Conversation, usage_text
@@ -96,6 +98,18 @@ class ConversationPanel(QWidget):
         self.chat.citation_activated.connect(self.show_citation)
         self.chat.save_text = save_text if self.save is not None else ''
         layout.addWidget(self.chat, 1)
+        self.accuracy_notice = n = QLabel(_('AI generated answers can be inaccurate, please verify any answers before '
+                                            'acting on them.'), self)
+        n.setWordWrap(True)
+        n.setTextFormat(Qt.TextFormat.PlainText)
+        n.setMargin(2)
+        font = QFont(n.font())
+        font.setItalic(True)
+        n.setFont(font)
+        n.setBackgroundRole(QPalette.ColorRole.Base)  # as calibre's: on the chat's own background
+        n.setAutoFillBackground(True)
+        n.setVisible(False)
+        layout.addWidget(n)
         self.scope_row = None
         if self.grounding is not None:
             self.scope_row = ScopeRow(self.grounding, self)
@@ -196,6 +210,7 @@ class ConversationPanel(QWidget):
         self.copy_button.setEnabled(bool(self.conv.turns))
         self.save_button.setEnabled(not streaming and has_answers)
         self.new_button.setEnabled(bool(self.conv.turns) or streaming)
+        self.accuracy_notice.setVisible(has_answers and not streaming)
         provider = self.provider
         parts = []
         if provider is not None:

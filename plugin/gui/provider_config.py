@@ -22,7 +22,7 @@ load_translations()
 
 class ModelPicker(QWidget):
     """An editable model id (any id can be typed or pasted), the live list to pick from,
-    Refresh and Copy."""
+    Refresh and Copy; Choose… for a provider with a model chooser (add_choose_button)."""
 
     def __init__(self, value: str, parent: QWidget | None = None):
         super().__init__(parent)
@@ -40,6 +40,18 @@ class ModelPicker(QWidget):
         layout.addWidget(self.box, 1)
         layout.addWidget(self.refresh_button)
         layout.addWidget(self.copy_button)
+        self.choose_button = None
+
+    def add_choose_button(self) -> QPushButton:
+        """Add Choose… (the model chooser, gui/model_chooser.py) beside the box, and return it."""
+        self.choose_button = QPushButton(_('C&hoose…'), self)
+        self.choose_button.setToolTip(_('Search the models, with their prices and details'))
+        self.layout().insertWidget(1, self.choose_button)
+        return self.choose_button
+
+    def set_value(self, model_id: str) -> None:
+        """Show model_id ('' for automatic)."""
+        self.box.setEditText(model_id)
 
     def value(self) -> str:
         """The model id shown."""
@@ -102,8 +114,11 @@ class ProviderConfigWidget(QWidget):
         for option, problem in unusable_values(p.all_options(), p.settings):  # saved, and cannot be used
             self.show_problem(option.name, problem)
         self.model_picker = self.editors.get('model')
+        self.chooser = None  # the model chooser, while it is open
         if self.model_picker is not None:
             self.model_picker.refresh_button.clicked.connect(self.refresh_models)
+            if p.has_model_chooser:
+                self.model_picker.add_choose_button().clicked.connect(self.choose_model)
         buttons = QHBoxLayout()
         self.test_button = QPushButton(_('&Test connection'), self)
         self.test_button.setToolTip(_('Send a real, minimal request with these settings'))
@@ -240,7 +255,6 @@ class ProviderConfigWidget(QWidget):
         values = self.values()
         settings = {k: v for k, v in values.items() if k != 'api_key'}
         settings['api_key'] = values.get('api_key') or self.provider.api_key
-        settings['reasoning_effort'] = self.provider.option('reasoning_effort')
         return type(self.provider)(settings=settings)
 
     def commit(self) -> None:
@@ -291,6 +305,40 @@ class ProviderConfigWidget(QWidget):
             self.show_status(_('{count} models available.').format(count=len(models)), True)
 
         run_in_thread(lambda: provider.models(refresh=True), done, self)
+
+    def choose_model(self) -> None:
+        """Open the model chooser on the service's models (cached for a day), with the settings
+        shown; the model chosen goes into the model field."""
+        problem = self.validate()
+        if problem:
+            return self.show_status(problem, False)
+        provider = self.provider_with_these_settings()
+        button = self.model_picker.choose_button
+        button.setEnabled(False)
+        self.show_status(_('Asking {provider} for its models…').format(provider=provider.display_name))
+
+        def done(models, exc):
+            button.setEnabled(True)
+            if exc is not None:
+                return self.show_status(str(exc), False)
+            self.show_status('')
+            self.model_picker.set_models(models)
+            from calibre_plugins.bookai.gui.model_chooser import open_chooser
+            d = self.chooser = open_chooser(models, self.model_picker.value(), provider.display_name, self,
+                                            self.model_picker.set_value)
+            d.refresh_requested.connect(lambda: self.refresh_chooser(provider, d))
+            d.finished.connect(lambda result: (setattr(self, 'chooser', None), d.deleteLater()))
+
+        run_in_thread(provider.models, done, self)
+
+    def refresh_chooser(self, provider: AIProviderPlugin, chooser: QWidget) -> None:
+        """Ask the service for its models again, for the chooser open."""
+        def done(models, exc):
+            chooser.refreshed(None if exc is not None else models, str(exc) if exc is not None else '')
+            if exc is None:
+                self.model_picker.set_models(models)
+
+        run_in_thread(lambda: provider.models(refresh=True), done, chooser)
 
     def test_connection(self) -> None:
         """Test connection, with the settings shown, and say how it went."""

@@ -8,7 +8,7 @@ ActionsEditor for each list of quick actions; SettingsDialog holds one with OK a
 Cancel; show_settings() opens it.
 """
 
-import re
+import os
 
 from calibre.constants import numeric_version
 from calibre.library.field_metadata import FieldMetadata
@@ -16,14 +16,16 @@ from qt.core import (
     QAbstractItemView, QCheckBox, QColor, QComboBox, QDialog, QDialogButtonBox, QFont, QFormLayout, QFrame,
     QHBoxLayout, QIcon, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMessageBox, QPainter, QPainterPath,
     QPalette, QPen, QPixmap, QPlainTextEdit, QPointF, QPushButton, QRectF, QScrollArea, QSize, QSpinBox,
-    QStackedWidget, Qt, QTabWidget, QVBoxLayout, QWidget,
+    QStackedWidget, Qt, QTabWidget, QVBoxLayout, QWidget, pyqtSignal,
 )
 
 from calibre_plugins.bookai.conversation import forget
 from calibre_plugins.bookai.conversation.actions import (
-    QuickAction, library_actions, library_actions_builtin, viewer_actions, viewer_actions_builtin,
+    QuickAction, action_name, library_actions, library_actions_builtin, viewer_actions, viewer_actions_builtin,
 )
-from calibre_plugins.bookai.conversation.books import STANDARD_FIELDS, interface_language, language_name
+from calibre_plugins.bookai.conversation.books import (
+    allowed_fields, interface_language, language_name, offered_fields, set_allowed_fields,
+)
 from calibre_plugins.bookai.conversation.notes import save_targets
 from calibre_plugins.bookai.gui.provider_config import ProviderConfigWidget
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
@@ -57,15 +59,6 @@ def check_state(on: bool) -> Qt.CheckState:
     return Qt.CheckState.Checked if on else Qt.CheckState.Unchecked
 
 
-def slug(label: str, taken: set[str]) -> str:
-    """A unique action name made from its label: lower case letters, digits and underscores."""
-    base = re.sub(r'\W+', '_', label.strip().lower()).strip('_') or 'action'
-    name, n = base, 2
-    while name in taken:
-        name, n = f'{base}_{n}', n + 1
-    return name
-
-
 def field_name(db: object, key: str) -> str:
     """The name calibre shows for a field: the library's when db is given, else calibre's standard one."""
     try:
@@ -76,14 +69,6 @@ def field_name(db: object, key: str) -> str:
     except Exception:
         name = ''
     return name or key.lstrip('#').replace('_', ' ').capitalize()
-
-
-def custom_columns(db: object) -> list[tuple[str, str]]:
-    """(key, name) of the library's custom columns."""
-    if db is None:
-        return []
-    fm = db.field_metadata
-    return sorted(((key, fm[key].get('name') or key) for key in fm.custom_field_keys()), key=lambda c: c[1].lower())
 
 
 def library_variables_help() -> str:
@@ -282,7 +267,7 @@ class ActionsEditor(QWidget):
         if d.exec() != QDialog.DialogCode.Accepted:
             return
         taken = {a['name'] for a in self.actions_shown()} | set(self.builtin_actions)
-        action = {'name': slug(d.label, taken), 'label': d.label, 'template': d.template, 'builtin': False}
+        action = {'name': action_name(d.label, taken), 'label': d.label, 'template': d.template, 'builtin': False}
         self.action_list.addItem(self.action_item(action))
         self.action_list.setCurrentRow(self.action_list.count() - 1)
 
@@ -342,6 +327,8 @@ class ActionsEditor(QWidget):
 class SettingsWidget(QWidget):
     """Every setting of the plugin, in tabs; validate(), then commit() writes them."""
 
+    carried_over = pyqtSignal()  # calibre's AI settings were carried over: what is shown is out of date
+
     def __init__(self, db: object = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.db = db  # a calibre library's new_api, or None
@@ -361,6 +348,7 @@ class SettingsWidget(QWidget):
         self.tabs.addTab(self.provider_tab(), _('&Provider'))
         self.tabs.addTab(self.library_tab(), _('&Library actions'))
         self.tabs.addTab(self.reading_tab(), _('Read&ing'))
+        self.tabs.addTab(self.fields_tab(), _('&Book fields'))
         self.tabs.addTab(self.sent_tab(), _('&Sent to the AI'))
         self.tabs.addTab(self.save_tab(), _('Sa&ve to book'))
         self.show_file_problems()
@@ -402,11 +390,25 @@ class SettingsWidget(QWidget):
         layout.addWidget(self.provider_status)
         self.provider_stack = QStackedWidget(tab)
         layout.addWidget(self.provider_stack, 1)
+        self.import_button = QPushButton(_("I&mport from calibre's AI..."), tab)
+        self.import_button.setToolTip(_("Carry over the providers, keys and choices of calibre's own AI (calibre 8.11 "
+                                        'and later): you see what was found before anything changes'))
+        self.import_button.clicked.connect(self.import_from_calibre)
+        layout.addWidget(self.import_button, 0, Qt.AlignmentFlag.AlignLeft)
         self.provider_box.currentIndexChanged.connect(self.show_provider)
         index = self.provider_box.findData(chosen) if chosen in self.providers else 0
         self.provider_box.setCurrentIndex(max(0, index))
         self.show_provider()
         return tab
+
+    def import_from_calibre(self) -> None:
+        """The import of calibre's AI settings; once something was carried over, the settings
+        shown are read again (carried_over)."""
+        from calibre_plugins.bookai.gui.from_calibre import offer_on_demand
+        path = getattr(getattr(self.db, 'backend', None), 'library_path', '')  # a library's new_api
+        libraries = [path] if path else []
+        if offer_on_demand(self, libraries):
+            self.carried_over.emit()
 
     def show_provider_states(self) -> None:
         """Say in the list of providers which are ready and, in a tooltip, what the others lack."""
@@ -546,36 +548,75 @@ class SettingsWidget(QWidget):
 
     # }}}
 
+    # Book fields {{{
+
+    def fields_tab(self) -> QWidget:
+        """The fields of the books that may be sent: every one calibre offers its own AI, for the
+        library the settings were opened from (the standard fields only without one)."""
+        tab = QWidget(self)
+        layout = QVBoxLayout(tab)
+        self.fields_intro = wrapped_label(_(
+            'The title and authors of the books you ask about are always sent to the AI. Tick the other fields '
+            'it may be told about; nothing else about your books is sent, unless you turn on passages of the '
+            'book\'s own text.'), tab)
+        layout.addWidget(self.fields_intro)
+        if self.db is not None:
+            self.library_id = self.db.library_id
+            fm = self.db.field_metadata
+            path = getattr(getattr(self.db, 'backend', None), 'library_path', '') or ''
+            where = _('Custom fields are chosen for this library ({library}); the other fields for every '
+                      'library.').format(library=os.path.basename(os.path.normpath(path)) if path else self.library_id)
+        else:
+            self.library_id = ''
+            fm = FieldMetadata()
+            where = _('Opened here, the settings have no calibre library: only the standard fields are shown, chosen '
+                      'for every library. Custom fields are chosen for each library in the Book AI settings of '
+                      'calibre\'s main window.')
+        self.fields_where = wrapped_label(where, tab)
+        self.fields_where.setTextFormat(Qt.TextFormat.PlainText)  # the library's folder name is not markup
+        layout.addWidget(self.fields_where)
+        self.field_list = QListWidget(tab)
+        allowed = allowed_fields(self.library_id)
+        for key in offered_fields(fm, custom=self.db is not None):
+            item = QListWidgetItem(fm[key].get('name') or key, self.field_list)
+            item.setToolTip(key)
+            item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setData(FIELD_ROLE, key)
+            item.setCheckState(check_state(key in allowed))
+        layout.addWidget(self.field_list, 1)
+        row = QHBoxLayout()
+        for text, on in ((_('Select &all'), True), (_('Select &none'), False)):
+            button = QPushButton(text, tab)
+            button.clicked.connect(lambda _checked=False, on=on: self.check_all_fields(on))
+            row.addWidget(button)
+            if on:
+                self.all_fields_button = button
+            else:
+                self.no_fields_button = button
+        row.addStretch(1)
+        layout.addLayout(row)
+        return tab
+
+    def check_all_fields(self, on: bool) -> None:
+        """Tick every field (on), or none."""
+        for i in range(self.field_list.count()):
+            self.field_list.item(i).setCheckState(check_state(on))
+
+    def fields_pref(self) -> list[str]:
+        """The fields ticked, by lookup name, in the order shown."""
+        return [self.field_list.item(i).data(FIELD_ROLE) for i in range(self.field_list.count())
+                if checked(self.field_list.item(i))]
+
+    # }}}
+
     # Sent to the AI {{{
 
     def sent_tab(self) -> QWidget:
         tab = QWidget(self)
         layout = QVBoxLayout(tab)
         layout.addWidget(wrapped_label(_(
-            'The title and authors of the books you ask about are always sent to the AI. Tick the other '
-            'fields it may be told about; nothing else about your books is sent, unless you turn on passages '
-            'of the book\'s own text below.'), tab))
-        self.field_list = QListWidget(tab)
-        saved = list(self.prefs['book_fields'] or ())
-        shown = []
-        for key in STANDARD_FIELDS:
-            shown.append((key, field_name(self.db, key)))
-        for key, name in custom_columns(self.db):
-            shown.append((key, f'{name} ({key})'))
-        known = {key for key, name in shown}
-        for key in saved:  # a column of another library, or a field no longer offered: kept until unticked
-            if key not in known:
-                if self.db is not None and key.startswith('#'):
-                    shown.append((key, _('{column} (not in this library)').format(column=key)))
-                else:
-                    shown.append((key, key))
-                known.add(key)
-        for key, name in shown:
-            item = QListWidgetItem(name, self.field_list)
-            item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
-            item.setData(FIELD_ROLE, key)
-            item.setCheckState(check_state(key in saved))
-        layout.addWidget(self.field_list, 1)
+            'Which fields of the books are sent is chosen in Book fields. Passages of the book\'s own text are '
+            'sent only when you turn them on here.'), tab))
 
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
@@ -626,6 +667,7 @@ class SettingsWidget(QWidget):
             'book goes to the provider to be embedded.'))
         form.addRow(self.meaning_box)
         layout.addLayout(form)
+        layout.addStretch(1)
         row = QHBoxLayout()
         self.forget_button = QPushButton(_('&Forget everything...'), tab)
         self.forget_button.setToolTip(_('Delete the API keys, the saved conversations, the cached text of '
@@ -676,10 +718,6 @@ class SettingsWidget(QWidget):
         label = QLabel(text, parent)
         label.setBuddy(buddy)
         return label, buddy
-
-    def fields_pref(self) -> list[str]:
-        return [self.field_list.item(i).data(FIELD_ROLE) for i in range(self.field_list.count())
-                if checked(self.field_list.item(i))]
 
     # }}}
 
@@ -756,7 +794,7 @@ class SettingsWidget(QWidget):
         prefs['library_actions'] = self.library_editor.actions_pref()
         prefs['viewer_actions'] = self.viewer_editor.actions_pref()
         prefs['highlight_style'] = self.highlight_box.currentData() or ''
-        prefs['book_fields'] = self.fields_pref()
+        set_allowed_fields(self.library_id, self.fields_pref())
         prefs['confirm_send'] = self.confirm_box.currentData()
         prefs['answer_language'] = self.language_box.currentData()
         prefs['save_field'] = self.save_box.currentData()
@@ -772,7 +810,9 @@ class SettingsDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle(_('Book AI settings'))
         layout = QVBoxLayout(self)
+        self.db = db
         self.settings = SettingsWidget(db, self)
+        self.settings.carried_over.connect(self.read_again)
         layout.addWidget(self.settings, 1)
         self.bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
         self.bb.accepted.connect(self.accept)
@@ -786,6 +826,15 @@ class SettingsDialog(QDialog):
     def accept(self) -> None:
         if self.settings.validate() and self.settings.commit():
             super().accept()
+
+    def read_again(self) -> None:
+        """Show the settings as saved now (after calibre's were carried over)."""
+        old = self.settings
+        self.settings = SettingsWidget(self.db, self)
+        self.settings.carried_over.connect(self.read_again)
+        self.layout().replaceWidget(old, self.settings)
+        old.hide()
+        old.deleteLater()
 
 
 def show_settings(parent: QWidget | None = None, db: object = None) -> bool:

@@ -4,11 +4,20 @@
 calibre imports this module as it starts: it imports only what the button and its menu
 need. The books, the conversations and the windows are imported when a feature is first
 used, so that the plugin costs nothing at calibre's start-up.
+
+The keys of Discuss and Read next are calibre's own (Ctrl+Alt+A and Ctrl+Shift+A, those of
+calibre's AI) where they are free in the calibre that runs, and Book AI's own (Ctrl+Alt+D and
+Ctrl+Alt+N) where anything there holds them: calibre's AI, another plugin, a key the user gave
+(none where both are held). That is decided from calibre's real shortcut map, once every
+shortcut of calibre and its plugins is registered, just before calibre's keyboard manager first
+gives out the keys (choose_keys()). The keys chosen become the shortcuts' default keys: a user
+who set other keys in Preferences → Shortcuts keeps them, and Restore defaults gives back the
+keys chosen.
 """
 
 from typing import TYPE_CHECKING
 
-from qt.core import QMenu, Qt, QToolButton, QWidget
+from qt.core import QAction, QKeySequence, QMenu, QShortcut, Qt, QToolButton, QWidget
 
 from calibre.gui2 import error_dialog, gprefs, info_dialog
 from calibre.gui2.actions import InterfaceAction
@@ -33,10 +42,10 @@ FIRST_RUN_PLACES = ('toolbar', 'context-menu')
 PLACE_AFTER = 'View'
 
 
-# Default keys: free on every host (calibre 8.16+ has Ctrl+Alt+A and Ctrl+Shift+A for its own AI).
-# Users change them in Preferences → Shortcuts, where they are listed under Book AI.
-DISCUSS_KEYS = ('Ctrl+Alt+D',)
-READ_NEXT_KEYS = ('Ctrl+Alt+N',)
+# Keys (see the module's docstring): calibre's own where they are free, Book AI's where calibre holds
+# them. Users change them in Preferences → Shortcuts, where they are listed under Book AI.
+CALIBRES_DISCUSS_KEYS, DISCUSS_KEYS = ('Ctrl+Alt+A',), ('Ctrl+Alt+D',)
+CALIBRES_READ_NEXT_KEYS, READ_NEXT_KEYS = ('Ctrl+Shift+A',), ('Ctrl+Alt+N',)
 
 
 class BookAIAction(InterfaceAction):
@@ -55,12 +64,15 @@ class BookAIAction(InterfaceAction):
         self.menu = m = QMenu(self.gui)
         self.qaction.setMenu(m)
         cm = self.create_menu_action
-        cm(m, 'bookai-discuss', _('&Discuss selected book(s)'), shortcut=DISCUSS_KEYS, triggered=self.discuss,
-           description=_('Open a conversation about the selected books'))
+        discuss = cm(m, 'bookai-discuss', _('&Discuss selected book(s)'), shortcut=DISCUSS_KEYS,
+                     triggered=self.discuss, description=_('Open a conversation about the selected books'))
         self.quick_menu = m.addMenu(_('&Quick actions'))
         self.quick_menu.aboutToShow.connect(self.fill_quick_menu)
-        cm(m, 'bookai-read-next', _('Ask for what to &read next'), shortcut=READ_NEXT_KEYS,
-           triggered=self.read_next, description=_('Ask for books to read after the selected ones'))
+        read_next = cm(m, 'bookai-read-next', _('Ask for what to &read next'), shortcut=READ_NEXT_KEYS,
+                       triggered=self.read_next, description=_('Ask for books to read after the selected ones'))
+        # unique name in calibre's shortcut map: (calibre's keys, Book AI's own)
+        self.keys_to_choose = {discuss.calibre_shortcut_unique_name: (CALIBRES_DISCUSS_KEYS, DISCUSS_KEYS),
+                               read_next.calibre_shortcut_unique_name: (CALIBRES_READ_NEXT_KEYS, READ_NEXT_KEYS)}
         cm(m, 'bookai-ask-library', _('Ask my &library'), shortcut=None, triggered=self.ask_library,
            description=_('A question answered from the full text of your books'))
         m.addSeparator()
@@ -85,20 +97,73 @@ class BookAIAction(InterfaceAction):
             self.place_once()
             prefs['toolbar_placed'] = True
         self.add_to_calibres_menus()
+        self.choose_keys_before_calibre_gives_them()
 
     def add_to_calibres_menus(self) -> None:
-        """An entry in calibre's View and Similar books menus, where calibre 8.11+ has its own:
-        ours always name Book AI, and calibre's are left as they are."""
-        for name, unique, text, slot in (
-                ('View', 'bookai-view-discuss', _('Discuss selected book(s) with Book AI'), self.discuss),
-                ('Similar Books', 'bookai-similar-read-next', _('Ask Book AI for what to read next'),
-                 self.read_next)):
+        """An entry in calibre's View and Similar books menus. Where calibre has its own there
+        (8.11 and later with its AI: View's llm_action, Similar books' ai), ours names Book AI
+        and calibre's is left as it is; where it has none, ours takes calibre's name."""
+        for name, own, unique, calibres_text, text, slot in (
+                ('View', 'llm_action', 'bookai-view-discuss', _('Discuss selected book(s) with AI'),
+                 _('Discuss selected book(s) with Book AI'), self.discuss),
+                ('Similar Books', 'ai', 'bookai-similar-read-next', _('Ask AI for what to read next'),
+                 _('Ask Book AI for what to read next'), self.read_next)):
             other = self.gui.iactions.get(name)
             menu = other.qaction.menu() if other is not None else None
             if menu is not None:
                 menu.addSeparator()
-                ac = self.create_menu_action(menu, unique, text, shortcut=False, triggered=slot)
+                label = text if getattr(other, own, None) is not None else calibres_text
+                ac = self.create_menu_action(menu, unique, label, shortcut=False, triggered=slot)
                 ac.setIcon(plugin_icon('bookai'))
+
+    def choose_keys_before_calibre_gives_them(self) -> None:
+        """choose_keys() just before calibre's keyboard manager first gives out the keys, after every
+        plugin's initialization_complete(): then the map holds every shortcut of calibre and its plugins,
+        "Open with" ones included."""
+        keyboard = self.gui.keyboard
+        finalize, wrapped = keyboard.finalize, vars(keyboard).get('finalize')  # another plugin's, perhaps
+
+        def choose_then_finalize(*args: object, **kwargs: object) -> object:
+            if vars(keyboard).get('finalize') is choose_then_finalize:  # once: then as it was
+                if wrapped is None:
+                    del keyboard.finalize
+                else:
+                    keyboard.finalize = wrapped
+            try:
+                self.choose_keys()
+            except Exception:  # Book AI's own keys, as registered, rather than none
+                import traceback
+                traceback.print_exc()
+            return finalize(*args, **kwargs)
+        keyboard.finalize = choose_then_finalize
+
+    def choose_keys(self) -> None:
+        """Make calibre's keys the default keys of Discuss and Read next where nothing in calibre's
+        shortcut map wants them, Book AI's own where anything does, and none where both are wanted
+        (calibre 6.13 and 8.5 give a key to the shortcut registered first, even over the user's choice)."""
+        fmt = QKeySequence.SequenceFormat.PortableText
+
+        def portable(keys: object) -> set[str]:
+            if not isinstance(keys, (list, tuple)):
+                return set()
+            return {QKeySequence(k, fmt).toString(fmt) for k in keys if isinstance(k, str)}
+
+        keyboard = self.gui.keyboard
+        custom = keyboard.config.get('map', {})
+        custom = custom if isinstance(custom, dict) else {}
+        wanted = set()  # the keys calibre's keyboard manager is to give to others (the user's own win)
+        for unique, sc in keyboard.shortcuts.items():
+            if unique in custom:
+                wanted |= portable(custom[unique])
+            elif unique not in self.keys_to_choose:
+                wanted |= portable(sc['default_keys'])
+        # and keys set on actions and shortcuts of the main window outside the keyboard manager
+        wanted |= {k.toString(fmt) for a in self.gui.findChildren(QAction) for k in a.shortcuts()}
+        wanted |= {s.key().toString(fmt) for s in self.gui.findChildren(QShortcut)}
+        for unique, (calibres, own) in self.keys_to_choose.items():
+            if unique in keyboard.shortcuts:
+                keyboard.shortcuts[unique]['default_keys'] = next(
+                    (keys for keys in (calibres, own) if not portable(keys) & wanted), ())
 
     def place_once(self) -> None:
         """Put the button on the main toolbar and in the book list's context menu.
@@ -163,6 +228,8 @@ class BookAIAction(InterfaceAction):
     def open_window(self, library: 'BookLibrary', conversation: 'Conversation') -> QWidget:
         """A window for a conversation: about books, or (about none) a question to the whole library."""
         # late: see the module's docstring
+        from calibre_plugins.bookai.gui.from_calibre import offer_on_first_use
+        offer_on_first_use(self.gui, [self.gui.current_db.library_path])
         if conversation.books:
             from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
             w = DiscussionWindow(library, conversation, self.gui, on_saved=self.refresh_books)

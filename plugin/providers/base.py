@@ -103,6 +103,7 @@ class AIProviderPlugin:
     options: tuple[Option, ...] = ()  # the provider's own; all_options() adds those every provider has
     tier_patterns: tuple[tuple[str, str], ...] = ()  # (tier, regular expression for the whole id)
     default_embedding_model = ''  # with EMBEDDINGS: the model when none is set; '' for the chat model
+    has_model_chooser = False   # its settings offer a chooser over the model list's details (gui/model_chooser.py)
 
     def __init__(self, settings: dict | None = None, secrets: SecretStore | None = None,
                  transport: Transport | None = None):

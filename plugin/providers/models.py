@@ -6,8 +6,9 @@ A provider asks its service for the list (AIProviderPlugin.models()); what the s
 sends is bounded (first_items, kept_models) and cached for a day in calibre's cache
 folder, one file per provider and address (cache_path): when it was fetched, the address
 (with no credentials) and the models. A cache file that is damaged or too large is set
-aside, never overwritten. With no model set, the newest model of the chosen tier is used
-(model_for_tier).
+aside, never overwritten; one written by an older version, without the fields added since,
+still loads (model_from_dict). With no model set, the newest model of the chosen tier is used
+(model_for_tier), unless the provider chooses its own way (OpenRouter: openai_chat.py).
 """
 
 import hashlib
@@ -37,10 +38,42 @@ class Model:
     free: bool = False
     reasoning: bool = False
     prices: tuple[float, ...] = ()  # (input, output) per million tokens, when the service lists them
+    traits: tuple[str, ...] = ()    # what the service says the model is best at ('default', 'fastest'...)
+    reasoning_effort: bool = False  # takes a reasoning effort (low, medium, high)
+    # what a catalogue such as OpenRouter's says of a model besides the above
+    description: str = ''           # as the service wrote it (often Markdown): shown as plain text only
+    moderated: bool | None = None   # its answers are filtered by the service; None when not said
+    pricing: tuple[tuple[str, float], ...] = ()  # (kind, US dollars per unit) as listed: 'prompt' and
+    #                                 'completion' per token, 'request', 'image', 'web_search'...
+    input_modalities: tuple[str, ...] = ()   # what it takes: 'text', 'image', 'file', 'audio'...
+    output_modalities: tuple[str, ...] = ()  # what it gives: 'text', 'image'...
 
     @property
     def display_name(self) -> str:
         return self.name or self.id
+
+    def price(self, kind: str) -> float | None:
+        """The price of kind ('prompt', 'completion', 'request', 'image', 'web_search'...) in
+        US dollars per unit as the service lists it; None when it lists none."""
+        return next((value for k, value in self.pricing if k == kind), None)
+
+
+TUPLE_FIELDS = ('prices', 'traits', 'input_modalities', 'output_modalities')
+
+
+def model_from_dict(data: dict) -> Model:
+    """A Model from what write_models_cache() wrote (JSON has lists where Model has tuples).
+    Fields added since a file was written are left out of it and take their defaults. TypeError
+    or ValueError for anything else, a field this version does not know included."""
+    if not isinstance(data, dict):
+        raise TypeError('not a model')
+    values = dict(data)
+    for k in TUPLE_FIELDS:
+        if k in values:
+            values[k] = tuple(values[k])
+    if 'pricing' in values:
+        values['pricing'] = tuple((str(k), float(v)) for k, v in values['pricing'])
+    return Model(**values)
 
 
 def timestamp_of(stamp: str | None) -> float:
@@ -66,18 +99,39 @@ def first_items(data: object, count: int) -> object:
 
 def kept_models(models: list[Model]) -> list[Model]:
     """The models worth keeping from a list a service sent: at most limits.MAX_MODELS, none
-    with an id longer than limits.MAX_MODEL_ID_CHARS, names shortened to that."""
+    with an id longer than limits.MAX_MODEL_ID_CHARS, names shortened to that, descriptions to
+    limits.MAX_MODEL_DESCRIPTION_CHARS, at most limits.MAX_MODEL_PRICES prices and
+    limits.MAX_MODEL_MODALITIES modalities each way."""
     most = limits.MAX_MODEL_ID_CHARS
-    kept = [m if len(m.name) <= most else replace(m, name=m.name[:most]) for m in models
-            if isinstance(m.id, str) and isinstance(m.name, str) and len(m.id) <= most]
+    kept = [bounded(m) for m in models
+            if isinstance(m.id, str) and isinstance(m.name, str) and isinstance(m.description, str)
+            and len(m.id) <= most]
     return kept[:limits.MAX_MODELS]
 
 
+def bounded(m: Model) -> Model:
+    """m, with its name, description, prices and modalities cut to the limits kept_models() says."""
+    most, few = limits.MAX_MODEL_ID_CHARS, limits.MAX_MODEL_MODALITIES
+    changes = {}
+    if len(m.name) > most:
+        changes['name'] = m.name[:most]
+    if len(m.description) > limits.MAX_MODEL_DESCRIPTION_CHARS:
+        changes['description'] = m.description[:limits.MAX_MODEL_DESCRIPTION_CHARS]
+    if len(m.pricing) > limits.MAX_MODEL_PRICES or any(len(k) > 64 for k, v in m.pricing):
+        changes['pricing'] = tuple((k, v) for k, v in m.pricing if len(k) <= 64)[:limits.MAX_MODEL_PRICES]
+    for field in ('input_modalities', 'output_modalities'):
+        values = getattr(m, field)
+        if len(values) > few or any(len(v) > 64 for v in values):
+            changes[field] = tuple(v for v in values if len(v) <= 64)[:few]
+    return replace(m, **changes) if changes else m
+
+
 def redacted_models(models: list[Model], secrets: Secrets) -> list[Model]:
-    """The model list with no secret in an id or a name."""
+    """The model list with no secret in an id, a name or a description."""
     if not secrets:
         return list(models)
-    return [replace(m, id=secrets.redact(m.id), name=secrets.redact(m.name)) for m in models]
+    return [replace(m, id=secrets.redact(m.id), name=secrets.redact(m.name),
+                    description=secrets.redact(m.description)) for m in models]
 
 
 def cache_path(provider: str, base_url: str) -> str:
@@ -99,7 +153,7 @@ def read_models_cache(path: str) -> list[Model] | None:
             raise ValueError('too large')
         cached = limits.load_json(raw)
         fetched = cached['fetched']
-        models = [Model(**m) for m in cached['models']]
+        models = [model_from_dict(m) for m in cached['models']]
         if not isinstance(fetched, (int, float)) or not all(isinstance(m.id, str) for m in models):
             raise ValueError('not a model list')
     except (ValueError, KeyError, TypeError):

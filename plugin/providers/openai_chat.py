@@ -2,13 +2,20 @@
 """The OpenAI chat-completions wire format, and the services that speak it:
 any OpenAI-compatible server (with presets for the common ones), LM Studio,
 OpenRouter, GitHub models and xAI's Grok. The first three also make embeddings
-(the /embeddings route: base.py)."""
+(the /embeddings route: base.py).
 
+OpenRouter chooses a model as calibre 9.17 does (openrouter_choice(); "auto" is
+OpenRouter's own openrouter/auto), and sends the models after the first one chosen as
+OpenRouter's fallbacks (the request's `models`). Its catalogue says more of each model
+(description, moderation, prices of each kind), for the model chooser (gui/model_chooser.py)."""
+
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import cached_property
 
-from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
+from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.core.errors import NotConfigured, ProviderError, ResultBlocked, error_for_status
 from calibre_plugins.bookai.core.messages import Cost, Message, ReasoningDelta, Role, TextDelta, Usage
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
@@ -176,6 +183,99 @@ class LMStudio(OpenAIChat):
     options = (TEMPERATURE,)
 
 
+# calibre 9.17's families for OpenRouter's automatic choice (calibre/ai/open_router/backend.py,
+# free_model_choice), in its order; the paid fallbacks leave gpt-oss out, as calibre does
+OPENROUTER_FAMILIES = ('gemini', 'gpt-5', 'grok', 'gpt-oss', 'claude', 'deepseek')
+OPENROUTER_PAID_FAMILIES = ('gemini', 'gpt-5', 'grok', 'claude', 'deepseek')
+
+
+def openrouter_family(model: Model) -> str:
+    """Which of OPENROUTER_FAMILIES model belongs to, read from its name ('Google: Gemini 2.5
+    Pro') as calibre reads it; '' for none."""
+    creator, colon, rest = model.name.partition(':')
+    creator = creator.lower()
+    family = rest.strip().partition(' ')[0].lower() if colon else ''
+    bare = re.sub(r' \(free\)$', '', rest.strip()).strip().lower()  # the name without its maker
+    if creator == 'google':
+        return 'gemini' if family == 'gemini' else ''
+    if creator == 'deepseek':
+        return 'deepseek'
+    if creator == 'openai':
+        return 'gpt-5' if bare.startswith('gpt-5') else 'gpt-oss' if bare.startswith('gpt-oss') else ''
+    if creator == 'anthropic':
+        return 'claude' if family == 'claude' else ''
+    if creator == 'xai':
+        return 'grok' if family == 'grok' and 'code fast' not in bare else ''
+    return ''
+
+
+# the prices calibre 9.17 reads from OpenRouter's catalogue (its Pricing); a model is free when
+# they are all zero
+FREE_KINDS = ('prompt', 'completion', 'request', 'image', 'image_token', 'image_output', 'web_search',
+              'internal_reasoning', 'input_cache_read', 'input_cache_write')
+
+
+def openrouter_free(pricing: tuple[tuple[str, float], ...]) -> bool:
+    """Costs nothing: OpenRouter lists prices (openrouter_pricing) and those calibre reads are zero."""
+    return bool(pricing) and max(v for k, v in pricing if k in FREE_KINDS) == 0
+
+
+def number(value: object, kind: type = float) -> float | int:
+    """value as a kind (float or int), 0 when it is none."""
+    try:
+        return kind(value or 0)
+    except (TypeError, ValueError, OverflowError):
+        return kind(0)
+
+
+def openrouter_choice(models: list[Model], allow_paid: bool) -> list[Model]:
+    """The models OpenRouter's automatic choice uses, the first to ask and the others as
+    fallbacks, as calibre 9.17 chooses them: the newest model of each family in
+    OPENROUTER_FAMILIES' order, of the free ones when any is free; else, with allow_paid, the
+    newest paid one of each of OPENROUTER_PAID_FAMILIES, cheapest output first. Models that
+    give no text, or whose prices cannot be read, are left out (calibre also lists image
+    makers, and fails on prices it cannot read). NotConfigured when nothing
+    free is listed and paid models are not allowed."""
+    free, paid = {}, {}
+    for m in models:
+        family = openrouter_family(m)
+        if not family or not m.pricing or (m.output_modalities and 'text' not in m.output_modalities):
+            continue  # (calibre cannot read a catalogue with an entry it cannot price at all)
+        (free if openrouter_free(m.pricing) else paid).setdefault(family, []).append(m)
+
+    def newest(groups: dict, families: tuple) -> list[Model]:
+        # the first listed of the newest, as a stable sort gives calibre
+        return [sorted(groups[f], key=lambda m: m.created, reverse=True)[0] for f in families if groups.get(f)]
+
+    chosen = newest(free, OPENROUTER_FAMILIES)
+    if chosen:
+        return chosen
+    if not allow_paid:
+        raise NotConfigured(_('No free models were found for text to text generation. Choose "Free or paid '
+                              'models", or a model, in the settings of OpenRouter.'))
+    return sorted(newest(paid, OPENROUTER_PAID_FAMILIES), key=lambda m: m.price('completion') or 0)
+
+
+def openrouter_pricing(data: object) -> tuple[tuple[str, float], ...]:
+    """The prices of an OpenRouter catalogue entry, as (kind, US dollars per unit); () when
+    any price cannot be read (the model is then neither free nor priced)."""
+    if not isinstance(data, dict):
+        return ()
+    try:
+        pricing = tuple((str(k), float(v)) for k, v in data.items())
+    except (TypeError, ValueError):
+        return ()
+    kinds = dict(pricing)
+    if 'prompt' not in kinds or 'completion' not in kinds or any(v != v for v in kinds.values()):  # NaN
+        return ()
+    return pricing
+
+
+def strings(values: object) -> tuple[str, ...]:
+    """The strings of a JSON list, as a tuple; () for anything that is not a list."""
+    return tuple(v for v in values if isinstance(v, str)) if isinstance(values, list) else ()
+
+
 class OpenRouter(OpenAIChat):
 
     name = 'openrouter'
@@ -186,16 +286,40 @@ class OpenRouter(OpenAIChat):
     remote_service = True
     capabilities = OpenAIChat.capabilities | Capability.EMBEDDINGS
     default_embedding_model = 'openai/text-embedding-3-small'
+    has_model_chooser = True  # the settings offer gui/model_chooser.py for its catalogue
     options = (
         Option('model_strategy', _('Models to use'), 'choice', 'free_or_paid', choices=(
             ('free', _('Free models only')), ('free_or_paid', _('Free or paid models')),
-            ('auto', _('Let OpenRouter choose (openrouter/auto)')))),
+            ('auto', _('Let OpenRouter choose (openrouter/auto)'))), help=_(
+                'With no model set: "Free models only" uses the newest free model of each of Gemini, '
+                'GPT-5, Grok, gpt-oss, Claude and DeepSeek, and fails when none is free; "Free or paid '
+                'models" does the same, and when none is free uses the newest paid one of each, cheapest '
+                'first; the models after the first are the ones OpenRouter falls back to.')),
         Option('deny_data_collection', _('Only use providers that do not keep your prompts'), 'bool', True),
     )
-    # OpenRouter ids are vendor/model; the tiers follow the big vendors' naming
-    tier_patterns = (('high', r'.*/(gpt-\d[\w.]*|claude-opus[\w.-]*|gemini-[\d.]+-pro)'),
-                     ('medium', r'.*/(gpt-\d[\w.]*-mini|claude-sonnet[\w.-]*|gemini-[\d.]+-flash)'),
-                     ('low', r'.*/(gpt-\d[\w.]*-nano|claude-haiku[\w.-]*|gemini-[\d.]+-flash-lite)'))
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fallbacks = {}  # model id: the models OpenRouter is to fall back to, as chosen with it
+
+    @classmethod
+    def all_options(cls) -> tuple[Option, ...]:
+        """Every option but the tier of the automatic choice: model_strategy says how it chooses."""
+        return tuple(o for o in super().all_options() if o.name != 'model_tier')
+
+    def choose_model(self, tier: str | None = None, cancel: CancelToken | None = None) -> str:
+        """The configured model; else openrouter/auto, or the first of openrouter_choice(), as
+        the strategy says (the tier plays no part). The fallbacks chosen with it are kept for
+        chat_payload()."""
+        configured = (self.option('model') or '').strip()
+        if configured:
+            return configured
+        strategy = self.option('model_strategy')
+        if strategy == 'auto':
+            return 'openrouter/auto'
+        chosen = openrouter_choice(self.models(cancel=cancel), allow_paid=strategy != 'free')
+        self.fallbacks[chosen[0].id] = tuple(m.id for m in chosen[1:])
+        return chosen[0].id
 
     def extra_headers(self) -> dict[str, str]:
         return {'X-Title': 'Book AI'}
@@ -208,6 +332,8 @@ class OpenRouter(OpenAIChat):
         elif self.option('reasoning_effort') == 'none':
             payload['reasoning'] = {'enabled': False}
         payload['usage'] = {'include': True}
+        if fallbacks := self.fallbacks.get(model):
+            payload['models'] = list(fallbacks)
         return self.with_routing(payload)
 
     def with_routing(self, payload: dict) -> dict:
@@ -229,23 +355,24 @@ class OpenRouter(OpenAIChat):
     def parse_models(self, data: dict) -> list[Model]:
         models = []
         for m in data.get('data', ()):
-            pricing = m.get('pricing') or {}
-            try:
-                prices = (float(pricing.get('prompt', 'nan')) * 1e6, float(pricing.get('completion', 'nan')) * 1e6)
-            except (TypeError, ValueError):
-                prices = ()
-            free = bool(prices) and prices == (0.0, 0.0)
-            models.append(Model(m['id'], m.get('name', ''), float(m.get('created') or 0),
-                                int(m.get('context_length') or 0), free=free, prices=prices if prices else ()))
+            if not isinstance(m, dict) or not isinstance(m.get('id'), str):
+                continue
+            pricing = openrouter_pricing(m.get('pricing'))
+            kinds = dict(pricing)
+            prices = (kinds['prompt'] * 1e6, kinds['completion'] * 1e6) if pricing else ()
+            arch = m.get('architecture') if isinstance(m.get('architecture'), dict) else {}
+            top = m.get('top_provider') if isinstance(m.get('top_provider'), dict) else {}
+            moderated = top.get('is_moderated')
+            description = m.get('description')
+            models.append(Model(
+                m['id'], str(m.get('name') or ''), number(m.get('created')), number(m.get('context_length'), int),
+                free=openrouter_free(pricing), prices=prices,
+                reasoning='reasoning' in strings(m.get('supported_parameters')),
+                description=description if isinstance(description, str) else '',
+                moderated=moderated if isinstance(moderated, bool) else None, pricing=pricing,
+                input_modalities=strings(arch.get('input_modalities')),
+                output_modalities=strings(arch.get('output_modalities'))))
         return models
-
-    def pick_for_tier(self, models: list[Model], tier: str) -> Model | None:
-        strategy = self.option('model_strategy')
-        if strategy == 'auto':
-            return Model('openrouter/auto', 'OpenRouter auto')
-        if strategy == 'free':
-            models = [m for m in models if m.free]
-        return super().pick_for_tier(models, tier)
 
 
 class GitHubModels(OpenAIChat):

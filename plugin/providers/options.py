@@ -183,13 +183,25 @@ def unusable_values(options: tuple[Option, ...], settings: dict) -> list[tuple[O
     return found
 
 
+# How much the model thinks before it answers. Each provider puts it on the wire its own way
+# (an effort, a thinking budget, thinking on or off); 'auto' leaves it to the service. Where a
+# provider has none of its own yet, the plugin-wide 'reasoning_effort' of Book AI 1.0.0 is used.
+REASONING_EFFORT = Option('reasoning_effort', _('Reasoning effort'), 'choice', 'auto', choices=(
+    ('auto', _('Automatic')), ('high', _('High')), ('medium', _('Medium')), ('low', _('Low')),
+    ('none', _('No reasoning'))), help=_(
+        'How much the model reasons before answering, where it can: more gives better answers, '
+        'slower and at a higher cost.'))
+
+
 def common_options(read_timeout: float) -> tuple[Option, ...]:
-    """The options every provider has: whether it is on, which model, how long to wait."""
+    """The options every provider has: whether it is on, which model, how much it reasons,
+    how long to wait."""
     return (
         Option('enabled', _('Enabled'), 'bool', True),
         Option('model', _('Model'), 'model', '', help=_('Leave empty to choose automatically')),
         Option('model_tier', _('Automatic model choice'), 'choice', 'medium', choices=(
             ('high', _('Most capable')), ('medium', _('Balanced')), ('low', _('Fastest and cheapest')))),
+        REASONING_EFFORT,
         Option('connect_timeout', _('Connection timeout (seconds)'), 'float', 30.0,
                minimum=SHORTEST_TIMEOUT, maximum=LONGEST_TIMEOUT),
         Option('read_timeout', _('Longest silence while answering (seconds)'), 'float', read_timeout,

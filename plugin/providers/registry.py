@@ -24,6 +24,7 @@ PROVIDERS = {
     'lmstudio': ('openai_chat', 'LMStudio'),
     'github': ('openai_chat', 'GitHubModels'),
     'grok': ('openai_chat', 'Grok'),
+    'venice': ('venice', 'Venice'),
     'openai_compatible': ('openai_chat', 'OpenAICompatible'),
 }
 

@@ -191,7 +191,9 @@ DEFAULTS = {
     'library_actions': [],    # the quick actions as edited: [{name, label, template, enabled}]
     'viewer_actions': [],     # the same, for the E-book viewer's Ask AI panel
     'highlight_style': '',    # the viewer's highlight style for notes ('' for the viewer's current one)
-    'book_fields': [],        # fields sent besides title and authors (standard names, #custom)
+    'book_fields': [],        # standard fields sent besides title and authors, for every library (and the
+    # '#custom' columns Book AI 1.0.0 kept here: for the libraries with no entry in book_custom_fields)
+    'book_custom_fields': {},  # library id: the '#custom' columns sent for that library (conversation/books.py)
     'answer_language': 'interface',  # 'interface', 'book' (the book's, else the interface's), 'never', or
     # a language named in English
     # before sending to an online (not local) provider, show what will be sent:
@@ -207,6 +209,11 @@ DEFAULTS = {
     # how passages are ranked for a question: 'bm25' (by words, no network) or 'embeddings'
     # (by meaning too, with the provider's embeddings: grounding/embeddings.py)
     'retrieval': 'bm25',
+    # calibre's own AI settings were offered to be carried over (from_calibre/settings.py): once
+    'calibre_settings_offered': False,
+    # the model chooser's filters and sort as last left (gui/model_chooser.py): only_free,
+    # only_unmoderated (bools), sort (a key of its SORTS)
+    'model_chooser': {},
 }
 
 
@@ -226,6 +233,7 @@ PREF_KINDS.update({
     'library_actions': list_of(a_dict),
     'viewer_actions': list_of(a_dict),
     'book_fields': list_of(text),
+    'book_custom_fields': dict_of(list_of(text)),
     'book_scopes': dict_of(text),
     'book_text_consent': list_of(text),
 })

@@ -5,12 +5,26 @@ The viewer process runs every plugin's initialize() while it imports its own
 modules, before the application exists (there, on 9.x, importing the Lookup
 panel's module would be circular). So install() only wraps calibre's
 Application.__init__; once the application exists it waits for the viewer's
-main window, and then attach() adds a tab to the Lookup panel:
+main window, and then attach() adds a tab to the Lookup panel, named from what
+that panel holds when it is attached (never from calibre's version number):
 
-- calibre 8.11 and later: the Lookup panel is a tab widget (with calibre's own
-  "Ask AI" tab, which is left alone); ours is added beside it as "Book AI";
-- before 8.11: the Lookup panel is a plain widget in its dock; the dock gets a
-  tab widget holding calibre's Lookup, unchanged, and ours as "Ask AI".
+- a Lookup panel that is a tab widget (calibre 8.11 and later) holding calibre's
+  own "Ask AI" tab, shown: that tab is left alone, and ours is added beside it
+  as "Book AI";
+- a Lookup panel that is a tab widget without it (9.x with calibre's AI removed,
+  or hidden by its tweak): ours is "Ask AI", where calibre's would be;
+- a Lookup panel that is a plain widget in its dock (before 8.11): the dock gets
+  a tab widget holding calibre's Lookup, unchanged, and ours as "Ask AI".
+
+The last tab used is kept as calibre 9.x keeps its own: the index in the viewer's
+prefs (vprefs), written on every change of tab and read when the Lookup panel is
+shown, so that a viewer started again opens the panel on Book AI's tab if the
+reader last used it. Where the tab widget is calibre's, that is calibre's own
+'llm_lookup_tab_index' (calibre 9.x writes it itself, and restores every tab but
+ours, which does not exist yet when calibre first shows the panel); where Book AI
+makes the tab widget, it is 'bookai_lookup_tab_index', apart from calibre's: a
+calibre upgraded to 8.11 or later reads calibre's key for its own tabs, where
+index 1 is calibre's "Ask AI", which the reader never chose there.
 
 The tab holds a placeholder until it is first shown: nothing AI is imported
 before. The selection reaches the panel from the same signal the Lookup panel
@@ -28,12 +42,16 @@ from calibre_plugins.bookai.gui.icons import plugin_icon
 
 if TYPE_CHECKING:
     from calibre.gui2.viewer.ui import EbookViewer
+    from calibre.utils.config import JSONConfig
 
     from calibre_plugins.bookai.viewer.panel import AskPanel
 
 load_translations()
 
 PROBLEM = 'Book AI: no Ask AI panel in this E-book viewer: {}'
+# The Lookup panel's last tab, in the viewer's prefs: calibre's own key where the tab widget is calibre's
+# (calibre 8.11+), Book AI's where Book AI makes it (see the module's docstring)
+CALIBRES_TAB_PREF, OWN_TAB_PREF = 'llm_lookup_tab_index', 'bookai_lookup_tab_index'
 WAIT_MS, WAIT_TRIES = 100, 600   # the viewer's window appears after the application: wait up to a minute
 
 _installed = False
@@ -96,21 +114,49 @@ def check(viewer: 'EbookViewer') -> None:
 def attach(viewer: 'EbookViewer') -> None:
     """Add the panel's tab (a Placeholder until first shown) to the viewer's Lookup panel."""
     check(viewer)
+    from calibre.gui2.viewer.config import vprefs  # the viewer's own prefs, as its Lookup panel uses them
     placeholder = Placeholder(viewer)
     lookup = viewer.lookup_widget
     if isinstance(lookup, QTabWidget):
-        tabs, title = lookup, _('Book AI')
+        tabs, pref = lookup, CALIBRES_TAB_PREF
+        title = _('Book AI') if has_calibres_ai_tab(lookup) else _('Ask &AI')
     else:
         dock = viewer.lookup_dock
         tabs = QTabWidget(dock)
         tabs.setDocumentMode(True)
         tabs.addTab(lookup, _('&Lookup'))
         dock.setWidget(tabs)
-        title = _('Ask &AI')
+        title, pref = _('Ask &AI'), OWN_TAB_PREF
     placeholder.tab_index = tabs.addTab(placeholder, plugin_icon('bookai'), title)
     tabs.currentChanged.connect(lambda index: placeholder.shown() if tabs.widget(index) is placeholder else None)
     viewer.web_view.selection_changed.connect(placeholder.selection_changed, type=Qt.ConnectionType.QueuedConnection)
     viewer.bookai_panel = placeholder
+    remember_tab(viewer, tabs, placeholder, vprefs, pref)
+
+
+def has_calibres_ai_tab(tabs: QTabWidget) -> bool:
+    """Whether calibre's Lookup panel shows an "Ask AI" tab of calibre's own."""
+    index = getattr(tabs, 'llm_tab_index', -1)
+    return isinstance(index, int) and 0 <= index < tabs.count() and tabs.isTabVisible(index)
+
+
+def remember_tab(viewer: 'EbookViewer', tabs: QTabWidget, placeholder: 'Placeholder', vprefs: 'JSONConfig',
+                 pref: str) -> None:
+    """Keep the Lookup panel's last tab in the viewer's prefs under pref, and open the panel
+    on Book AI's tab when that was the last one (see the module's docstring)."""
+
+    def changed(index: int) -> None:
+        # only what the reader can see: not the tabs going away as the viewer closes
+        if index >= 0 and tabs.isVisible() and vprefs.get(pref) != index:
+            vprefs[pref] = index
+
+    def opened(visible: bool) -> None:
+        if visible and vprefs.get(pref) == tabs.indexOf(placeholder) and tabs.currentWidget() is not placeholder:
+            tabs.setCurrentWidget(placeholder)
+
+    tabs.currentChanged.connect(changed)
+    viewer.lookup_dock.visibilityChanged.connect(opened)
+    opened(viewer.lookup_dock.isVisible())  # shown before the tab was there: calibre could not open it on ours
 
 
 class Placeholder(QWidget):

@@ -57,6 +57,12 @@ class AskPanel(QWidget):
         self.selected, self.annot = '', None
         self.history: History | None = None
         self.setup_ui()
+        QTimer.singleShot(0, self.offer_calibre_settings)
+
+    def offer_calibre_settings(self) -> None:
+        """The first time Book AI is opened where calibre's AI settings exist: the offer to carry them over."""
+        from calibre_plugins.bookai.gui.from_calibre import offer_on_first_use
+        offer_on_first_use(self.window())
 
     def setup_ui(self) -> None:
         layout = QVBoxLayout(self)

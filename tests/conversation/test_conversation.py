@@ -177,3 +177,11 @@ def test_a_conversation_while_reading():
     assert system.endswith('If you can speak in French, then respond in French.')
     again = Conversation.from_dict(conv.as_dict())
     assert again.selection == 'melange' and again.messages_for('q')[0].text == system
+
+
+def test_a_new_actions_name_is_made_from_its_label():
+    from calibre_plugins.bookai.conversation.actions import action_name
+    assert action_name('Plot holes!', set()) == 'plot_holes'
+    assert action_name('Plot holes!', {'plot_holes', 'plot_holes_2'}) == 'plot_holes_3'
+    assert action_name(' ?? ', set()) == 'action'
+    assert action_name('Résumé', set()) == 'résumé'

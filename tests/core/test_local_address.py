@@ -39,7 +39,7 @@ def provider_at(name, url, transport=None):
     return get_provider(name, settings={'base_url': url}, secrets=None, transport=transport or no_proxy())
 
 
-SERVICES = ('openai', 'anthropic', 'gemini', 'openrouter', 'github', 'grok')
+SERVICES = ('openai', 'anthropic', 'gemini', 'openrouter', 'github', 'grok', 'venice')
 
 
 @pytest.mark.parametrize('name', list(PROVIDERS))

@@ -48,3 +48,30 @@ def test_typed_values_reach_the_provider(qapp):
     assert tested.choose_model() == 'some/model:7b'
     w.editors['headers'].setPlainText('not a header')
     assert 'Name: value' in w.validate()
+
+
+def test_reasoning_effort_chosen_in_the_settings_reaches_the_wire(qapp):
+    import copy
+    import json
+
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    from helpers.reasoning import EXPECTED, REASONING, TURNS
+    prefs = plugin_prefs()
+    before = copy.deepcopy(dict(prefs))
+    try:
+        for name in REASONING:
+            w = ProviderConfigWidget(get_provider(name, settings={}, secrets=NoSecrets()))
+            combo = w.editors['reasoning_effort']
+            assert [combo.itemData(i) for i in range(combo.count())] == ['auto', 'high', 'medium', 'low', 'none']
+            combo.setCurrentIndex(combo.findData('low'))
+            w.commit()
+            saved = dict(prefs['providers'][name])
+            assert saved['reasoning_effort'] == 'low'
+            saved.update({'api_key': 'k' * 12, 'base_url': 'http://127.0.0.1:9'})
+            body = json.loads(get_provider(name, settings=saved).chat_request(TURNS, 'model-x').body)
+            assert REASONING[name](body) == EXPECTED[name]['low']
+            w.close()
+    finally:
+        dict.clear(prefs)
+        dict.update(prefs, before)
+        prefs.commit()

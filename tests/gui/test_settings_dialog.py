@@ -12,15 +12,15 @@ from calibre_plugins.bookai.conversation.actions import (
     TEMPLATE_VARIABLES, VIEWER_VARIABLES, library_actions, library_actions_builtin, viewer_actions,
     viewer_actions_builtin,
 )
-from calibre_plugins.bookai.conversation.books import STANDARD_FIELDS, interface_language
+from calibre_plugins.bookai.conversation.books import interface_language, offered_fields
 from calibre_plugins.bookai.gui import settings_dialog as settings_module
-from calibre_plugins.bookai.gui.settings_dialog import SettingsDialog, SettingsWidget, slug
+from calibre_plugins.bookai.gui.settings_dialog import SettingsDialog, SettingsWidget
 from calibre_plugins.bookai.providers.registry import PROVIDERS
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import secret_store
 from helpers.books import quick_start_epub
 
-TABS = ('provider', 'library-actions', 'reading', 'sent-to-the-ai', 'save-to-book')
+TABS = ('provider', 'library-actions', 'reading', 'book-fields', 'sent-to-the-ai', 'save-to-book')
 BUILTIN = [a.name for a in library_actions_builtin()]
 VIEWER_BUILTIN = [a.name for a in viewer_actions_builtin()]
 HIGHLIGHT_STYLES = ['color-yellow', 'color-green', 'color-blue', 'color-red', 'color-purple', 'decoration-wavy',
@@ -204,11 +204,6 @@ def test_an_api_key_is_never_shown(qapp, saved_prefs):
     w.close()
 
 
-def test_slugs():
-    assert slug('Plot holes!', set()) == 'plot_holes'
-    assert slug('Plot holes!', {'plot_holes', 'plot_holes_2'}) == 'plot_holes_3'
-    assert slug(' ?? ', set()) == 'action'
-    assert slug('Résumé', set()) == 'résumé'
 
 
 def test_library_actions_edited(qapp, artifacts, saved_prefs):
@@ -421,10 +416,11 @@ def test_highlight_style(qapp, artifacts, saved_prefs):
 
 
 def test_fields_sent(qapp, saved_prefs):
+    from calibre.library.field_metadata import FieldMetadata
     saved_prefs['book_fields'] = []
     w = shown(qapp, SettingsWidget())
     keys = [w.field_list.item(i).data(settings_module.FIELD_ROLE) for i in range(w.field_list.count())]
-    assert keys == list(STANDARD_FIELDS)
+    assert keys == offered_fields(FieldMetadata(), custom=False)  # no library: the standard fields only
     assert not any(settings_module.checked(w.field_list.item(i)) for i in range(w.field_list.count()))
     names = {w.field_list.item(i).data(settings_module.FIELD_ROLE): w.field_list.item(i).text()
              for i in range(w.field_list.count())}
@@ -432,10 +428,10 @@ def test_fields_sent(qapp, saved_prefs):
     for key in ('pubdate', 'tags'):
         w.field_list.item(keys.index(key)).setCheckState(settings_module.check_state(True))
     w.commit()
-    assert saved_prefs['book_fields'] == ['tags', 'pubdate']
+    assert saved_prefs['book_fields'] == ['pubdate', 'tags']
     w.close()
     again = SettingsWidget()
-    assert again.fields_pref() == ['tags', 'pubdate']
+    assert again.fields_pref() == ['pubdate', 'tags']
 
 
 def test_choices_round_trip(qapp, saved_prefs):
@@ -476,31 +472,30 @@ def test_a_library_custom_columns(qapp, artifacts, library, saved_prefs):
     cache.create_custom_column('mood', 'Mood', 'text', False)
     cache.close()
     cache = db(str(library)).new_api  # a new column appears once the library is opened again
-    saved_prefs['book_fields'] = ['series', '#elsewhere']
+    saved_prefs['book_fields'], saved_prefs['book_custom_fields'] = ['series'], {cache.library_id: ['#elsewhere']}
     saved_prefs['save_field'] = 'comments'
     d = shown(qapp, SettingsDialog(cache))
     w = d.settings
     items = {w.field_list.item(i).data(settings_module.FIELD_ROLE): w.field_list.item(i)
              for i in range(w.field_list.count())}
-    assert list(items)[:len(STANDARD_FIELDS)] == list(STANDARD_FIELDS)
-    assert {'#notes', '#mood', '#elsewhere'} <= set(items)
-    assert 'My notes' in items['#notes'].text() and 'Mood' in items['#mood'].text()
+    assert list(items) == offered_fields(cache.field_metadata)
+    assert {'#notes', '#mood'} <= set(items) and '#elsewhere' not in items  # a column the library lacks: gone
+    assert items['#notes'].text() == 'My notes' and items['#mood'].text() == 'Mood'
     assert items['series'].text() == cache.field_metadata['series']['name']
-    assert 'not in this library' in items['#elsewhere'].text()
-    assert settings_module.checked(items['series']) and settings_module.checked(items['#elsewhere'])
+    assert settings_module.checked(items['series'])
     save_to = [w.save_box.itemData(i) for i in range(w.save_box.count())]
     assert save_to == ['comments', '#notes']  # only long-text columns
     assert 'My notes' in w.save_box.itemText(1)
     items['#notes'].setCheckState(settings_module.check_state(True))
-    items['#elsewhere'].setCheckState(settings_module.check_state(False))
     w.save_box.setCurrentIndex(1)
     for i, tab in enumerate(TABS):
-        if tab in ('sent-to-the-ai', 'save-to-book'):
+        if tab in ('book-fields', 'sent-to-the-ai', 'save-to-book'):
             w.tabs.setCurrentIndex(i)
             shoot(qapp, d, artifacts / f'settings-{tab}-library.png')
     d.accept()
     assert d.result() == QDialog.DialogCode.Accepted
-    assert saved_prefs['book_fields'] == ['series', '#notes']
+    assert saved_prefs['book_fields'] == ['series'] and saved_prefs['book_custom_fields'] == {
+        cache.library_id: ['#notes']}
     assert saved_prefs['save_field'] == '#notes'
     cache.close()
 

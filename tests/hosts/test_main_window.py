@@ -93,7 +93,7 @@ def test_a_users_icon_override_wins(sandbox, plugin_zip, library):
 
 MENU_MSGIDS = ['&Discuss selected book(s)', '&Quick actions', 'Ask for what to &read next', 'Ask my &library',
                '&History', '&Settings', 'About Book AI']
-TAB_MSGIDS = ['&Provider', '&Library actions', 'Read&ing', '&Sent to the AI', 'Sa&ve to book']
+TAB_MSGIDS = ['&Provider', '&Library actions', 'Read&ing', '&Book fields', '&Sent to the AI', 'Sa&ve to book']
 SHOWN_IN_README = ('fr', 'ja', 'ru')
 
 
@@ -114,17 +114,102 @@ def test_menu_and_settings_in_every_language(sandbox, plugin_zip, library, artif
     assert shot.stat().st_size > 10_000
 
 
-def test_entries_in_calibres_menus_and_free_shortcuts(sandbox, plugin_zip, library, host):
+def test_entries_in_calibres_menus(sandbox, plugin_zip, library, host):
     sandbox.install(plugin_zip)
     report = start(sandbox, library)
-    assert 'Discuss selected book(s) with Book AI' in texts(report['view_menu'])
-    assert 'Ask Book AI for what to read next' in texts(report['similar_menu'])
-    # calibre's own AI entry is left where it is on the calibre that has one
-    assert ('Discuss selected book(s) with AI' in texts(report['view_menu'])) == (host == 'forky')
+    view, similar = texts(report['view_menu']), texts(report['similar_menu'])
+    if host == 'forky':  # calibre's own AI entries are left where they are; ours name Book AI
+        assert view.count('Discuss selected book(s) with AI') == 1
+        assert view.count('Discuss selected book(s) with Book AI') == 1
+        assert similar.count('Ask AI for what to read next') == 1
+        assert similar.count('Ask Book AI for what to read next') == 1
+    else:  # calibre has none: ours take calibre's names
+        assert view.count('Discuss selected book(s) with AI') == 1 and 'Discuss selected book(s) with Book AI' not in view
+        assert similar.count('Ask AI for what to read next') == 1 and 'Ask Book AI for what to read next' not in similar
     sc = report['shortcuts']
-    assert sc['discuss']['keys'] == ['Ctrl+Alt+D'] and sc['discuss']['also_wanted_by'] == []
-    assert sc['read-next']['keys'] == ['Ctrl+Alt+N'] and sc['read-next']['also_wanted_by'] == []
     assert sc['history']['keys'] == [] and sc['settings']['keys'] == []  # listed, for the user to set
+
+
+CALIBRES_KEYS = {'discuss': 'Ctrl+Alt+A', 'read-next': 'Ctrl+Shift+A'}  # calibre's AI's (8.16+)
+OWN_KEYS = {'discuss': 'Ctrl+Alt+D', 'read-next': 'Ctrl+Alt+N'}
+
+
+def keys_free_in(report, name):
+    """The keys Book AI's shortcut name should have by the host's real shortcut map (without Book AI's):
+    calibre's where nothing wants them, else Book AI's own where nothing wants those, else none."""
+    free = [keys[name] for keys in (CALIBRES_KEYS, OWN_KEYS) if not report['keymap'][keys[name]]['wanted_by_others']]
+    return free[:1]
+
+
+def no_conflict_for(report, keys):
+    """Nothing in calibre's keyboard manager's own account of conflicts names these keys, and no
+    other action of the main window holds them."""
+    said = [m for m in report['keyboard_said'] if any(repr(k) in m for k in keys)]
+    assert not said, said
+    for key in keys:
+        assert len(report['keymap'][key]['bound_to']) <= 1 and len(report['keymap'][key]['actions']) <= 1, key
+
+
+def test_calibres_keys_where_they_are_free(sandbox, plugin_zip, library, host, artifacts):
+    """Discuss and Read next get calibre's keys where calibre has no AI of its own holding them,
+    Book AI's own beside calibre's AI, as calibre's real shortcut map says."""
+    sandbox.install(plugin_zip)
+    report = start(sandbox, library)
+    (artifacts / 'main-window-keys.json').write_text(json.dumps(
+        {k: report[k] for k in ('shortcuts', 'keymap', 'keyboard_said')}, indent=1))
+    sc, keymap = report['shortcuts'], report['keymap']
+    for name in ('discuss', 'read-next'):
+        assert sc[name]['keys'] == sc[name]['defaults'] == keys_free_in(report, name), (name, sc[name], keymap)
+        assert sc[name]['also_wanted_by'] == [] and not sc[name]['customized']
+    if host == 'forky':  # calibre's AI holds its keys; Book AI takes its own
+        assert [sc[n]['keys'] for n in ('discuss', 'read-next')] == [['Ctrl+Alt+D'], ['Ctrl+Alt+N']]
+        assert texts(keymap['Ctrl+Alt+A']['bound_to']) == ['Discuss book with AI']
+        assert texts(keymap['Ctrl+Shift+A']['bound_to']) == ['Ask AI for what to read next']
+    else:  # calibre 6.13, 8.5, 9.17 without AI: nothing holds calibre's keys, Book AI has them
+        assert [sc[n]['keys'] for n in ('discuss', 'read-next')] == [['Ctrl+Alt+A'], ['Ctrl+Shift+A']]
+        assert texts(keymap['Ctrl+Alt+A']['bound_to']) == ['Discuss selected book(s)']
+        assert texts(keymap['Ctrl+Shift+A']['bound_to']) == ['Ask for what to read next']
+        assert keymap['Ctrl+Alt+D']['bound_to'] == keymap['Ctrl+Alt+N']['bound_to'] == []
+    no_conflict_for(report, list(CALIBRES_KEYS.values()) + list(OWN_KEYS.values()))
+
+
+def set_shortcuts(sandbox, keys):
+    """Keys set in Preferences → Shortcuts, as calibre keeps them (unique name: keys)."""
+    code = ('import json; from calibre.utils.config import JSONConfig\n'
+            f'c = JSONConfig("shortcuts/main"); c["map"] = dict(c.get("map", {{}}), **json.loads({json.dumps(json.dumps(keys))}))')
+    r = sandbox.debug(code)
+    assert r.returncode == 0, r
+
+
+def test_keys_the_user_set_are_kept(sandbox, plugin_zip, library, host):
+    """The user's own keys win: Discuss keeps the key the user gave it; Read next takes neither key,
+    as the user gave calibre's to Quit and Book AI's to Book AI's Settings (and Ask my library); History
+    keeps calibre's discuss key, which the user gave it."""
+    sandbox.install(plugin_zip)
+    unique = {name: s['unique'] for name, s in start(sandbox, library)['shortcuts'].items()}
+    set_shortcuts(sandbox, {unique['discuss']: ['Ctrl+Shift+D'], unique['history']: ['Ctrl+Alt+A'],
+                            'quit calibre': ['Ctrl+Shift+A'], unique['settings']: ['Ctrl+Alt+N'],
+                            unique['ask-library']: ['Ctrl+Alt+N']})
+    report = start(sandbox, library)
+    sc, keymap = report['shortcuts'], report['keymap']
+    assert sc['discuss']['keys'] == ['Ctrl+Shift+D'] and sc['discuss']['customized']
+    assert sc['history']['keys'] == ['Ctrl+Alt+A']
+    assert texts(keymap['Ctrl+Shift+A']['bound_to']) == ['Quit calibre']
+    assert sc['read-next']['keys'] == sc['read-next']['defaults'] == [] == keys_free_in(report, 'read-next')
+    assert not sc['read-next']['customized']
+    assert sc['discuss']['also_wanted_by'] == []
+    # calibre's AI wants the key the user gave History, and the user's choice wins (calibre 8.11+ prefers it)
+    assert sc['history']['also_wanted_by'] == (['Discuss book with AI'] if host == 'forky' else [])
+    # the user gave Ask my library the key of Settings too: calibre's keyboard manager says so (what
+    # no_conflict_for() relies on), and one of them has it
+    assert [m for m in report['keyboard_said'] if "'Ctrl+Alt+N'" in m], report['keyboard_said']
+    assert len(keymap['Ctrl+Alt+N']['bound_to']) == 1
+    # and with the user's keys gone, calibre's free keys come back (Restore defaults, in effect)
+    set_shortcuts(sandbox, {unique['history']: [], unique['settings']: [], unique['ask-library']: [],
+                            'quit calibre': ['Ctrl+Q']})
+    report = start(sandbox, library)
+    assert report['shortcuts']['read-next']['keys'] == keys_free_in(report, 'read-next') == (
+        ['Ctrl+Alt+N'] if host == 'forky' else ['Ctrl+Shift+A'])
 
 
 @pytest.fixture(scope='module')

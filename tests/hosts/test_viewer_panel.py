@@ -11,6 +11,10 @@ from helpers.peers import LlamaServer, http
 from helpers.sandbox import tracebacks
 
 ASK = 'Summarize'
+# The Lookup panel's tabs, Book AI's last: "Ask AI" where the viewer has no "Ask AI" of calibre's, "Book AI"
+# beside calibre's own
+TABS = {'bookworm': ['Lookup', 'Ask AI'], 'trixie': ['Lookup', 'Ask AI'], 'noai': ['Dictionary', 'Ask AI'],
+        'forky': ['Dictionary', 'Ask AI', 'Book AI']}
 
 
 @pytest.fixture(scope='module')
@@ -53,11 +57,7 @@ def test_a_quick_action_on_the_selection(sandbox, plugin_zip, library, tiny, end
     assert report['modules_before_shown'] == ['calibre_plugins.bookai', 'calibre_plugins.bookai.gui',
                                               'calibre_plugins.bookai.gui.icons', 'calibre_plugins.bookai.viewer',
                                               'calibre_plugins.bookai.viewer.hook'], report['modules_before_shown']
-    if host in ('forky', 'noai'):  # calibre 9.x: the Lookup panel has tabs; ours is beside calibre's
-        assert report['tabs'][-1] == 'Book AI' and report['tabs'][0] == 'Dictionary'
-        assert ('Ask AI' in report['tabs']) == (host == 'forky')
-    else:
-        assert report['tabs'] == ['Lookup', 'Ask AI']
+    assert report['tabs'] == TABS[host]
     assert report['panel_built'] and report['selected']
     assert report['quick_actions'] == ['Explain', 'Define', 'Summarize', 'Key points', 'Fix grammar', 'Translate']
     assert report['question'].startswith('Provide a concise summary of the following text.')
@@ -73,6 +73,60 @@ def test_a_quick_action_on_the_selection(sandbox, plugin_zip, library, tiny, end
     assert report['stopped_finish'] == 'cancelled' and report['stopped_chars'] > 0
     endless.wait_log(r'cancel', start=log_start)
     assert (artifacts / 'viewer-panel.png').stat().st_size > 10_000
+
+
+@pytest.mark.parametrize('dock', ['open', 'closed'])
+def test_the_last_lookup_tab_is_kept(sandbox, plugin_zip, library, host, artifacts, dock):
+    """The viewer started again opens the Lookup panel on Book AI's tab when the reader last used it,
+    whether the panel was left open or closed, and on the first tab when the reader left it there."""
+    sandbox.install(plugin_zip)
+    first_tab, ours = TABS[host][0], TABS[host][-1]
+
+    def run(choose, shot=None):
+        env = {'BOOKAI_PROBE_TAB': choose, 'BOOKAI_PROBE_TAB_DOCK': dock}
+        if shot:
+            env['BOOKAI_PROBE_TAB_SHOT'] = str(shot)
+        report, r = sandbox.probe('viewer', [library_epub(library)], env=env)
+        assert report['rendered'] and not report['timeout'] and 'waited_for' not in report, (report, r.output[-2000:])
+        assert not tracebacks(r.output) and 'Book AI:' not in r.output, r
+        assert report['tabs'] == TABS[host]
+        return report
+
+    # a new viewer: the first tab; the reader chooses Book AI's
+    report = run('ours')
+    assert report['tab_when_opened'] == first_tab and not report['panel_built_at_start']
+    assert report['chosen'] == ours and report['lookup_open_at_close'] == (dock == 'open')
+    # kept as calibre keeps it: calibre's key where the tab widget is calibre's, Book AI's where Book AI made it
+    key = 'llm_lookup_tab_index' if host in ('forky', 'noai') else 'bookai_lookup_tab_index'
+    assert report['prefs'][key] == TABS[host].index(ours), report['prefs']
+    assert len([v for v in report['prefs'].values() if v is not None]) == 1, report['prefs']
+
+    # started again: on Book AI's tab, at once if the panel opens with the viewer, else when it is opened
+    report = run('first', shot=artifacts / f'viewer-tab-kept-{dock}.png')
+    assert report['lookup_open_at_start'] == (dock == 'open')
+    if dock == 'open':
+        assert report['tab_at_start'] == ours and report['panel_built_at_start']
+    else:  # nothing of Book AI's panel until it is shown
+        assert report['tab_at_start'] == first_tab and not report['panel_built_at_start']
+    assert report['tab_when_opened'] == ours and report['chosen'] == first_tab
+    assert report['prefs'][key] == 0
+
+    # the reader left the first tab: it stays the first
+    report = run('ours')
+    assert report['tab_at_start'] == report['tab_when_opened'] == first_tab and not report['panel_built_at_start']
+
+
+def test_ask_ai_where_calibres_own_is_hidden(sandbox, plugin_zip, library, host):
+    """calibre's tweak hide_ai_features hides calibre's "Ask AI" tab (8.11+): Book AI's is "Ask AI" then.
+    On hosts without calibre's AI the tweak means nothing, and the tabs are as always."""
+    sandbox.install(plugin_zip)
+    code = 'from calibre.utils.config_base import write_custom_tweaks; write_custom_tweaks({"hide_ai_features": True})'
+    assert sandbox.debug(code).returncode == 0
+    report, r = sandbox.probe('viewer', [library_epub(library)], env={'BOOKAI_PROBE_TAB': 'ours'})
+    assert report['rendered'] and not report['timeout'] and not tracebacks(r.output), r
+    # calibre's own tab is still there, hidden; ours is the last
+    assert report['tabs'] == (['Dictionary', 'Ask AI', 'Ask AI'] if host == 'forky' else TABS[host])
+    assert report['chosen'] == 'Ask AI'
 
 
 def test_save_as_note_reaches_the_librarys_annotations(sandbox, plugin_zip, library, tiny, artifacts):

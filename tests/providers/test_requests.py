@@ -6,42 +6,10 @@ import time
 
 import pytest
 
-from calibre_plugins.bookai.core.messages import Message, Role
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
+from helpers.reasoning import EXPECTED, REASONING, payload
 from helpers.scripted_server import Reply, ScriptedServer
-
-TURNS = [Message(Role.SYSTEM, 'sys'), Message(Role.USER, 'u1'), Message(Role.ASSISTANT, 'a1'),
-         Message(Role.USER, 'u2')]
-
-
-def payload(name, **settings):
-    s = {'api_key': 'k' * 12, 'base_url': 'http://127.0.0.1:9'}
-    s.update(settings)
-    return json.loads(get_provider(name, settings=s).chat_request(TURNS, 'model-x').body)
-
-
-# provider: {effort: what its request says}
-REASONING = {
-    'openai': lambda p: p.get('reasoning', {}).get('effort'),
-    'anthropic': lambda p: p.get('thinking', {}).get('budget_tokens'),
-    'gemini': lambda p: p.get('generationConfig', {}).get('thinkingConfig', {}).get('thinkingBudget'),
-    'openrouter': lambda p: p.get('reasoning'),
-    'ollama': lambda p: p.get('think'),
-    'openai_compatible': lambda p: p.get('reasoning_effort'),
-    'grok': lambda p: p.get('reasoning_effort'),
-}
-EXPECTED = {
-    'openai': {'auto': None, 'high': 'high', 'medium': 'medium', 'low': 'low', 'none': 'minimal'},
-    'anthropic': {'auto': None, 'high': 16000, 'medium': 6000, 'low': 2000, 'none': None},
-    'gemini': {'auto': None, 'high': 24576, 'medium': 8192, 'low': 1024, 'none': 0},
-    'openrouter': {'auto': None, 'high': {'effort': 'high'}, 'medium': {'effort': 'medium'},
-                   'low': {'effort': 'low'}, 'none': {'enabled': False}},
-    'ollama': {'auto': None, 'high': True, 'medium': True, 'low': True, 'none': False},
-    'openai_compatible': {'auto': None, 'high': 'high', 'medium': 'medium', 'low': 'low', 'none': None},
-    'grok': {'auto': None, 'high': 'high', 'medium': 'high', 'low': 'low', 'none': None},
-}
-
 
 @pytest.mark.parametrize('name', list(REASONING))
 def test_one_reasoning_setting_mapped_per_provider(name):
@@ -91,11 +59,15 @@ def test_the_tier_picks_the_newest_matching_model_of_the_live_list(name, listed,
 
 
 def test_openrouter_free_only_and_auto():
-    listed = [Model('openai/gpt-5', prices=(1.25, 10.0)), Model('meta/llama-free', free=True, prices=(0.0, 0.0))]
+    """(On recorded catalogues, against calibre's own choice: test_openrouter.py.)"""
+    free_price, paid_price = (('prompt', 0.0), ('completion', 0.0)), (('prompt', 1.25e-6), ('completion', 1e-5))
+    listed = [Model('openai/gpt-5', 'OpenAI: GPT-5', pricing=paid_price),
+              Model('openai/gpt-oss-20b:free', 'OpenAI: gpt-oss-20b (free)', free=True, pricing=free_price)]
     free = get_provider('openrouter', settings={'api_key': 'k' * 12, 'model_strategy': 'free'})
-    assert free.pick_for_tier(listed, 'high').id == 'meta/llama-free'
+    free.models = lambda refresh=False, cancel=None: listed
+    assert free.choose_model('high') == 'openai/gpt-oss-20b:free'
     auto = get_provider('openrouter', settings={'api_key': 'k' * 12, 'model_strategy': 'auto'})
-    assert auto.pick_for_tier(listed, 'high').id == 'openrouter/auto'
+    assert auto.choose_model('high') == 'openrouter/auto'
 
 
 def test_the_model_list_is_cached_for_a_day(monkeypatch):
@@ -118,3 +90,12 @@ def test_service_timestamps_are_read_with_any_precision():
     assert timestamp_of('2025-09-29T00:00:00Z') == 1759104000.0
     assert timestamp_of('2025-09-29T00:00:00.123456789-00:00') == 1759104000.123456  # Ollama's nanoseconds
     assert timestamp_of('') == timestamp_of('not a time') == 0.0
+
+
+@pytest.mark.parametrize('name', list(REASONING))
+def test_a_providers_own_reasoning_effort_wins_over_the_plugin_wide_one(name):
+    """Book AI 1.0.0 kept one effort for all providers: it still counts where a provider has none."""
+    p = get_provider(name, settings={'api_key': 'k' * 12, 'base_url': 'http://127.0.0.1:9', 'reasoning_effort': 'low'})
+    assert p.option('reasoning_effort') == 'low'
+    assert p.option_named('reasoning_effort').kind == 'choice'
+    assert {v for v, label in p.option_named('reasoning_effort').choices} == set(EXPECTED[name])

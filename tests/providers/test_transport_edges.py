@@ -120,7 +120,7 @@ def test_malformed_json_in_a_stream_is_a_protocol_error():
     assert isinstance(answer.failed.error, errors.ProtocolError)
 
 
-@pytest.mark.parametrize('name', ['openai', 'anthropic', 'gemini', 'openrouter', 'github', 'grok'])
+@pytest.mark.parametrize('name', ['openai', 'anthropic', 'gemini', 'openrouter', 'github', 'grok', 'venice'])
 def test_a_missing_key_is_said_before_anything_is_sent(name):
     chunks = list(get_provider(name, settings={'api_key': ''}).text_chat(QUESTION))
     assert len(chunks) == 1 and isinstance(chunks[0].error, errors.MissingKey)

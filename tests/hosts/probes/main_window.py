@@ -74,23 +74,77 @@ def menu_texts(gui, name):
     return [a.text() for a in menu.actions() if not a.isSeparator()] if menu is not None else None
 
 
+# calibre's AI's keys (8.16+) and Book AI's own
+WATCHED_KEYS = ('Ctrl+Alt+A', 'Ctrl+Shift+A', 'Ctrl+Alt+D', 'Ctrl+Alt+N')
+
+
 def shortcuts(gui):
-    """Book AI's shortcuts: the keys each got, and what else in calibre wants those keys."""
-    from qt.core import QAction, QKeySequence
-    fmt = QKeySequence.SequenceFormat.PortableText
-    ours = {u: s for u, s in gui.keyboard.shortcuts.items() if 'bookai-' in u}
+    """Book AI's shortcuts: the keys each got, its default keys, whether the user set its keys,
+    and what else in calibre wants those keys."""
+    from qt.core import QAction
+    kb = gui.keyboard
+    ours = {u: s for u, s in kb.shortcuts.items() if 'bookai-' in u}
+    ours_actions = {s['action'] for s in ours.values()}
     result = {}
     for unique, sc in ours.items():
-        keys = [k.toString(fmt) for k in gui.keyboard.keys_map.get(unique, ())]
-        defaults = [QKeySequence(k, fmt).toString(fmt) for k in sc['default_keys']]
-        others = sorted(s['name'] for u, s in gui.keyboard.shortcuts.items() if u != unique and any(
-            QKeySequence(k, fmt).toString(fmt) in defaults for k in s['default_keys']))
-        ours_actions = {s['action'] for s in ours.values()}
-        others += sorted({a.text() for a in gui.findChildren(QAction) if a not in ours_actions and any(
-            k.toString(fmt) in defaults for k in a.shortcuts())})
-        result[unique.rpartition('bookai-')[2]] = {'name': sc['name'], 'defaults': defaults, 'keys': keys,
-                                                   'also_wanted_by': others}
+        keys = bound_keys(gui, unique)
+        others = sorted(s['name'] for u, s in kb.shortcuts.items() if u != unique and set(keys) & wanted_keys(gui, u))
+        others += sorted({a.text() for a in gui.findChildren(QAction) if a not in ours_actions and set(
+            portable(a.shortcuts())) & set(keys)})
+        result[unique.rpartition('bookai-')[2]] = {
+            'unique': unique, 'name': sc['name'], 'defaults': portable(sc['default_keys']),
+            'keys': keys, 'customized': unique in custom_map(gui), 'also_wanted_by': others}
     return result
+
+
+def custom_map(gui):
+    """The keys the user set in Preferences → Shortcuts."""
+    return gui.keyboard.config.get('map', {})
+
+
+def wanted_keys(gui, unique):
+    """The keys calibre's keyboard manager tries to give the shortcut unique: the user's, or its defaults."""
+    custom = custom_map(gui)
+    return set(portable(custom[unique] if unique in custom else gui.keyboard.shortcuts[unique]['default_keys']))
+
+
+def bound_keys(gui, unique):
+    return portable(gui.keyboard.keys_map.get(unique, ()))
+
+
+def portable(keys):
+    """Keys (strings or QKeySequences) as calibre's keyboard manager compares them."""
+    from qt.core import QKeySequence
+    fmt = QKeySequence.SequenceFormat.PortableText
+    return [QKeySequence(k, fmt).toString(fmt) if isinstance(k, str) else k.toString(fmt) for k in keys]
+
+
+def chosen_by_book_ai(gui, unique):
+    """Whether Book AI chose the keys of the shortcut unique: Discuss or Read next, unless the user set them."""
+    return unique.endswith(('bookai-discuss', 'bookai-read-next')) and unique not in custom_map(gui)
+
+
+def keymap(gui):
+    """For calibre's AI's keys and Book AI's: which shortcuts calibre's keyboard manager bound each
+    to, which other shortcuts want it (the real map without the keys Book AI chose), and which
+    of the main window's actions hold it."""
+    from qt.core import QAction
+    kb = gui.keyboard
+    return {key: {
+        'bound_to': sorted(s['name'] for u, s in kb.shortcuts.items() if key in bound_keys(gui, u)),
+        'wanted_by_others': sorted(s['name'] for u, s in kb.shortcuts.items()
+                                   if not chosen_by_book_ai(gui, u) and key in wanted_keys(gui, u)),
+        'actions': sorted(a.text() for a in gui.findChildren(QAction) if key in portable(a.shortcuts())),
+    } for key in WATCHED_KEYS}
+
+
+def keyboard_messages():
+    """What calibre's keyboard manager says about conflicts, as it says it in debug mode, into
+    report['keyboard_said']."""
+    import calibre.gui2.keyboard as keyboard
+    said = report['keyboard_said'] = []
+    keyboard.DEBUG = True
+    keyboard.prints = lambda *args, **kwargs: said.append(' '.join(map(str, args)))
 
 
 def probe(gui):
@@ -103,6 +157,8 @@ def probe(gui):
     report['view_menu'] = menu_texts(gui, 'View')
     report['similar_menu'] = menu_texts(gui, 'Similar Books')
     report['shortcuts'] = shortcuts(gui)
+    report['keymap'] = keymap(gui)
+    report['shortcuts_map'] = {k: list(v) for k, v in custom_map(gui).items()}
     if report.screenshot:
         report['screenshot'] = gui.grab().save(report.screenshot)
     report.write()
@@ -406,6 +462,7 @@ def no_usb_scan():
 
 def main(library):
     no_usb_scan()
+    keyboard_messages()
     calibres_own_pauses()
     report.start()
     from calibre.utils.config import dynamic

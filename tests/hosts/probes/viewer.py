@@ -18,6 +18,11 @@ question, it then asks it with book text "up to where I am", and clicks a
 citation of the answer's first passage; then it closes, and the viewer saves
 its place.
 
+$BOOKAI_PROBE_TAB=ours|first: the Lookup panel's tabs and the one it shows as the viewer starts
+and once opened (a screenshot then at $BOOKAI_PROBE_TAB_SHOT), then the reader chooses Book AI's
+tab or the first one and, with $BOOKAI_PROBE_TAB_DOCK=closed, closes the panel; then the viewer
+closes (see choose_tab()).
+
 $BOOKAI_PROBE_FEATURES=<a quick action's label>: each thing the panel does in turn (see
 features()); $BOOKAI_PROBE_QUIT: the viewer closed while an answer streams;
 $BOOKAI_PROBE_SOCKETS: every network connection of the process recorded (sockets.py).
@@ -262,6 +267,44 @@ def quit_while_streaming(viewer):
     later(lambda: p.answer is not None and len(p.answer.text_parts) >= 10, close)
 
 
+def lookup_tabs(viewer):
+    """The Lookup panel's tab widget: calibre's (8.11+), or the one Book AI puts in the dock."""
+    from qt.core import QTabWidget
+    return viewer.lookup_widget if isinstance(viewer.lookup_widget, QTabWidget) else viewer.lookup_dock.widget()
+
+
+def choose_tab(viewer):
+    """What the Lookup panel shows as the viewer starts and when opened; then a tab chosen as the
+    reader chooses one (a click on the tab bar), the panel closed if asked, and the viewer closed."""
+    from qt.core import QTimer
+    from calibre.gui2.viewer.config import vprefs
+    tabs = lookup_tabs(viewer)
+
+    def current():
+        return tabs.tabText(tabs.currentIndex()).replace('&', '') if tabs.currentIndex() >= 0 else None
+
+    report['tabs'] = [tabs.tabText(i).replace('&', '') for i in range(tabs.count())]
+    report['lookup_open_at_start'] = viewer.lookup_dock.isVisible()
+    report['tab_at_start'] = current()
+    report['panel_built_at_start'] = viewer.bookai_panel.panel is not None
+    viewer.toggle_lookup(True)
+
+    def opened():
+        report['tab_when_opened'] = current()
+        if shot := os.environ.get('BOOKAI_PROBE_TAB_SHOT'):
+            viewer.grab().save(shot)
+        ours = os.environ['BOOKAI_PROBE_TAB'] == 'ours'
+        tabs.tabBar().setCurrentIndex(tabs.indexOf(viewer.bookai_panel) if ours else 0)
+        report['chosen'] = current()
+        if os.environ.get('BOOKAI_PROBE_TAB_DOCK') == 'closed':
+            viewer.toggle_lookup()
+        report['lookup_open_at_close'] = viewer.lookup_dock.isVisible()
+        report['prefs'] = {k: vprefs.get(k) for k in ('llm_lookup_tab_index', 'bookai_lookup_tab_index')}
+        report.write()
+        QTimer.singleShot(500, viewer.close)
+    QTimer.singleShot(1000, opened)
+
+
 def unexpected_viewer():
     """A viewer unlike any calibre Book AI knows: its Lookup panel is not in its dock."""
     from qt.core import QWidget
@@ -298,6 +341,10 @@ def main(book):
             report['screenshot'] = viewer.grab().save(report.screenshot)
         report['bookai_modules'] = sorted(m for m in sys.modules if m.startswith('calibre_plugins.bookai'))
         report['has_panel'] = hasattr(viewer, 'bookai_panel')
+        from qt.core import QTabWidget
+        lookup = viewer.lookup_widget  # calibre's own Lookup panel: its tabs (8.11+), or None (a plain widget)
+        report['lookup_tabs'] = [lookup.tabText(i).replace('&', '') for i in range(lookup.count())] if isinstance(
+            lookup, QTabWidget) else None
         report.write()
         if os.environ.get('BOOKAI_PROBE_ASK') and report['has_panel']:
             return ask(viewer)
@@ -305,6 +352,8 @@ def main(book):
             return features(viewer)
         if os.environ.get('BOOKAI_PROBE_QUIT') and report['has_panel']:
             return quit_while_streaming(viewer)
+        if os.environ.get('BOOKAI_PROBE_TAB') and report['has_panel']:
+            return choose_tab(viewer)
         if os.environ.get('BOOKAI_PROBE_SECTIONS'):
             then = (lambda: grounded(viewer)) if os.environ.get('BOOKAI_PROBE_GROUNDED') else viewer.close
             return sections(viewer, int(os.environ['BOOKAI_PROBE_SECTIONS']), then)
