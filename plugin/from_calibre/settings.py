@@ -26,6 +26,7 @@ import os
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from calibre_plugins.bookai.conversation.actions import action_name
@@ -199,7 +200,7 @@ def library_prefs(path: str, found: CalibreSettings) -> tuple[str, object] | Non
     if not os.path.isfile(db):
         return None
     try:
-        conn = sqlite3.connect(f'file:{db}?mode=ro', uri=True, timeout=5)
+        conn = sqlite3.connect(Path(os.path.abspath(db)).as_uri() + '?mode=ro', uri=True, timeout=5)  # % # ? quoted
         try:
             row = conn.execute("SELECT val FROM preferences WHERE key='llm-book-allowed-custom-fields'").fetchone()
             uuid = conn.execute('SELECT uuid FROM library_id').fetchone()

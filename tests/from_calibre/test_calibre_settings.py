@@ -223,3 +223,23 @@ def test_hostile_values_are_bounded_and_said(tmp_path):
     assert not by[('SomeoneElse', 'Settings')].carried
     assert not by[('OpenAI', 'API key')].carried
     assert not by[('Answers', "Ask the AI to respond in calibre's language")].carried
+
+
+def test_a_library_whose_folder_name_looks_like_an_address_is_read(tmp_path):
+    """A library folder may be named "Books #1 ?%20": its database is opened as that file, read-only."""
+    import sqlite3
+    from calibre_plugins.bookai.from_calibre.settings import read
+    library = tmp_path / 'Books #1 ?%20'
+    library.mkdir()
+    conn = sqlite3.connect(library / 'metadata.db')
+    conn.executescript("CREATE TABLE preferences (id INTEGER PRIMARY KEY, key TEXT, val TEXT);"
+                       "CREATE TABLE library_id (id INTEGER PRIMARY KEY, uuid TEXT);"
+                       "INSERT INTO library_id (uuid) VALUES ('lib-uuid');"
+                       "INSERT INTO preferences (key, val) VALUES ('llm-book-allowed-custom-fields', '[\"#mood\"]');")
+    conn.commit()
+    conn.close()
+    before = (library / 'metadata.db').read_bytes()
+    found = read(str(tmp_path), libraries=[str(library)])
+    (item,) = found.items
+    assert item.changes.custom_fields == {'lib-uuid': ['#mood']} and not found.problems
+    assert (library / 'metadata.db').read_bytes() == before
