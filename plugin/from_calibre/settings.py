@@ -32,7 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 from calibre_plugins.bookai.conversation.actions import action_name
 from calibre_plugins.bookai.providers.options import shown
 from calibre_plugins.bookai.providers.registry import PROVIDERS, provider_class
-from calibre_plugins.bookai.settings.prefs import LARGEST_SETTINGS_FILE, plugin_prefs
+from calibre_plugins.bookai.settings.prefs import plugin_prefs, read_settings_file
 from calibre_plugins.bookai.settings.secrets import SecretStore, secret_store
 
 load_translations()
@@ -93,7 +93,6 @@ class CalibreSettings:
     """What read() found: the items, by section, and what could not be read, in words."""
     items: list[Item] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)  # calibre's files that were read
 
     @property
     def found(self) -> bool:
@@ -166,24 +165,14 @@ def read(config_dir: str | None = None, libraries: Iterable[str] = ()) -> Calibr
 # reading calibre's files {{{
 
 def read_json(path: str, found: CalibreSettings) -> dict:
-    """The settings in one of calibre's JSON files; {} when there is none, or when it cannot be
-    read (then found.problems says why, in words)."""
+    """The settings in one of calibre's JSON files, read as Book AI reads its own (bounded); {}
+    when there is none, or when it cannot be read (then found.problems says why, in words)."""
     try:
-        with open(path, 'rb') as f:
-            raw = f.read(LARGEST_SETTINGS_FILE + 1)
-    except FileNotFoundError:
-        return {}
+        data = read_settings_file(path, lambda raw: json.loads(raw.decode('utf-8')))
     except OSError as e:
         return damaged(path, e.strerror or str(e), found)
-    if len(raw) > LARGEST_SETTINGS_FILE:
-        return damaged(path, _('it is larger than {size} MB').format(size=LARGEST_SETTINGS_FILE // 2**20), found)
-    try:
-        data = json.loads(raw.decode('utf-8')) if raw.strip() else {}
-    except (ValueError, RecursionError) as e:  # not JSON (half-written), not UTF-8, nested too deep
+    except (ValueError, RecursionError) as e:  # not JSON (half-written), not UTF-8, nested too deep, too large
         return damaged(path, shown(str(e) or type(e).__name__), found)
-    if not isinstance(data, dict):
-        return damaged(path, _('it holds no settings'), found)
-    found.files.append(path)
     return data
 
 

@@ -66,17 +66,7 @@ def private_config(rel_path: str, kinds: dict[str | None, Cleaner] | None = None
             self.update(data)
 
         def read_file(self) -> dict:
-            try:
-                with open(self.file_path, 'rb') as f:
-                    raw = f.read(LARGEST_SETTINGS_FILE + 1)
-            except FileNotFoundError:
-                return {}
-            if len(raw) > LARGEST_SETTINGS_FILE:
-                raise ValueError(_('it is larger than {size} MB').format(size=LARGEST_SETTINGS_FILE // 2**20))
-            data = self.raw_to_object(raw) if raw.strip() else {}
-            if not isinstance(data, dict):
-                raise ValueError(_('it holds no settings'))
-            return data
+            return read_settings_file(self.file_path, self.raw_to_object)
 
         @staticmethod
         def cleaned(data: dict) -> tuple[dict, list[str]]:
@@ -121,6 +111,23 @@ def private_config(rel_path: str, kinds: dict[str | None, Cleaner] | None = None
     config = PrivateJSONConfig(rel_path)
     _opened.append(config)
     return config
+
+
+def read_settings_file(path: str, parse: Callable[[bytes], Any]) -> dict:
+    """The settings in the JSON file at path (parse: its bytes to an object), read bounded:
+    {} when there is no file. Raises OSError when it cannot be read, ValueError (or
+    RecursionError, nested too deep) when it is too large or holds no settings."""
+    try:
+        with open(path, 'rb') as f:
+            raw = f.read(LARGEST_SETTINGS_FILE + 1)
+    except FileNotFoundError:
+        return {}
+    if len(raw) > LARGEST_SETTINGS_FILE:
+        raise ValueError(_('it is larger than {size} MB').format(size=LARGEST_SETTINGS_FILE // 2**20))
+    data = parse(raw) if raw.strip() else {}
+    if not isinstance(data, dict):
+        raise ValueError(_('it holds no settings'))
+    return data
 
 
 def problems() -> list[str]:
