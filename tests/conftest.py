@@ -105,7 +105,12 @@ QT_MODULES = ('qt.', 'PyQt')  # a Qt class named in a test's code: it runs Qt
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark `quick` the tests that need no more than calibre's runtime in this process."""
+    """Mark `quick` the tests that need no more than calibre's runtime in this process; leave out
+    (deselect, so that they are not counted as passed) those marked `hosts` for other hosts."""
+    elsewhere = [item for item in items if (m := item.get_closest_marker('hosts')) and HOST not in m.args]
+    if elsewhere:
+        config.hook.pytest_deselected(items=elsewhere)
+        items[:] = [item for item in items if item not in elsewhere]
     for item in items:
         if not needs_more(item):
             item.add_marker(pytest.mark.quick)

@@ -265,6 +265,13 @@ CONTEXT_HINTS = ('context length', 'context_length', 'context window', 'context 
                  'exceed_context_size', 'exceeds the context', 'too many tokens', 'prompt is too long',
                  'input length', 'reduce the length')
 CREDIT_HINTS = ('insufficient_quota', 'quota', 'credit', 'billing', 'balance', 'payment')
+# what a service says when its safety system refused the request (OpenAI's images API:
+# moderation_blocked, and content_policy_violation for DALL-E; Azure: content_filter; OpenRouter:
+# 403 "your input was flagged"; Imagen: "violate Google's Responsible AI practices")
+SAFETY_HINTS = ('moderation_blocked', 'content_policy_violation', 'content_policy', 'content_filter',
+                'safety system', 'safety_violation', 'content moderation', 'requires moderation', 'flagged',
+                'responsible ai')
+SAFETY_STATUSES = (400, 403, 422)
 
 
 def error_for_status(status: int, provider: str, message: str = '', code: str = '', model: str = '', url: str = '',
@@ -272,6 +279,8 @@ def error_for_status(status: int, provider: str, message: str = '', code: str = 
     """The typed error for an HTTP error status, from what the service said about it."""
     said = f'{code} {message}'.lower()
     kw = {'provider_message': message, 'details': details, 'status': status, 'retry_after': retry_after}
+    if status in SAFETY_STATUSES and any(h in said for h in SAFETY_HINTS):
+        return PromptBlocked(_('{provider} refused the request for safety reasons.').format(provider=provider), **kw)
     if status in (401, 403):
         return AuthenticationFailed(_('{provider} refused the API key (HTTP {status}). Check the key in '
                                       'the settings.').format(provider=provider, status=status), **kw)

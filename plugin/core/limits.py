@@ -68,6 +68,15 @@ MAX_MODELS_CACHE_BYTES = 8 * 1024 * 1024
 # read timeout, is a setting of each provider.)
 ANSWER_SECONDS = 60 * 60
 
+# One image a service sends (a cover it made): its size once decoded, and the size of the JSON
+# body that carries it as base64 (a third larger, plus the words around it). A 1536x1024 PNG
+# from OpenAI's images API is 2 to 4 MB; a 4K image from Imagen is about 20 MB. Its width and
+# height: no cover needs more than 8,192 pixels a side, and a decoder given a larger one
+# would take memory in proportion to its area.
+MAX_IMAGE_BYTES = 32 * 1024 * 1024
+MAX_IMAGE_JSON_BYTES = MAX_IMAGE_BYTES * 4 // 3 + 1024 * 1024
+MAX_IMAGE_SIDE = 8192
+
 # The web pages one answer says it used (web search), as kept with the answer and
 # shown under it (core/web_links.py): how many, the longest address, the longest
 # title. A real answer names a few dozen pages at most, with addresses of a few

@@ -7,8 +7,10 @@ calibre 8.11 and later keep them in four places (read in calibre 8.11 to 9.17's 
   settings by calibre's name for it, the API key hex-encoded; 'purpose_map', the provider
   chosen per purpose ('AICapabilities.text_to_text' for chat); 'llm_localized_results'
   ('always' answers in calibre's language; 8.16 and later);
-- gui.json (calibre's gprefs): the library's quick actions 'llm_book_quick_actions' and the
-  standard fields it may send 'llm-book-allowed-standard-fields';
+- gui.json (calibre's gprefs): the library's quick actions 'llm_book_quick_actions', the
+  standard fields it may send 'llm-book-allowed-standard-fields', and the choices of its AI
+  covers window 'llm-cover-generation' (9.14 and later; the provider of images is
+  ai.json's 'AICapabilities.text_to_image' purpose);
 - each library's metadata.db (its preferences table): the custom fields it may send,
   'llm-book-allowed-custom-fields';
 - viewer-webengine.json (the viewer's vprefs): 'llm_quick_actions', 'llm_highlight_style',
@@ -30,6 +32,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from calibre_plugins.bookai.conversation.actions import action_name
+from calibre_plugins.bookai.providers.base import Capability
 from calibre_plugins.bookai.providers.options import shown
 from calibre_plugins.bookai.providers.registry import PROVIDERS, provider_class
 from calibre_plugins.bookai.settings.prefs import plugin_prefs, read_settings_file
@@ -44,12 +47,18 @@ PROVIDER_IDS = {
     'Grok': 'grok', 'Venice AI': 'venice', 'GitHubAI': 'github',
 }
 CHAT_PURPOSE = 'AICapabilities.text_to_text'
+IMAGE_PURPOSE = 'AICapabilities.text_to_image'
 # calibre's builtin quick actions, by the names its files use (the same as Book AI's)
 LIBRARY_BUILTINS = ('summarize', 'chapters', 'read_next', 'universe', 'series')
 VIEWER_BUILTINS = ('explain', 'define', 'summarize', 'points', 'grammar', 'translate')
-# settings of calibre's for images (AI covers, calibre 9.14 and later), which Book AI has no use for yet
-IMAGE_SETTINGS = ('image_model_strategy', 'text_to_image_model', 'image_quality', 'image_model',
-                  'image_resolution', 'safe_mode')
+# settings of calibre's providers for images (AI covers, calibre 9.14 and later): the model is
+# carried over, and the quality (OpenAI) and safe mode (Venice) where Book AI's provider has
+# that option; Book AI has none of the others (each image is asked for at the shape the cover window chose)
+IMAGE_MODEL_SETTINGS = ('text_to_image_model', 'image_model')
+IMAGE_SETTINGS = ('image_model_strategy', 'image_resolution')
+# calibre's cover window's choices (gui.json 'llm-cover-generation'): Book AI's setting for each
+COVER_TEXT = {'include_title': 'title', 'include_authors': 'authors', 'include_series': 'series'}
+COVER_TEMPLATES = {'title_template': 'title', 'authors_template': 'authors', 'series_template': 'series'}
 MOST_LIBRARIES = 64           # libraries looked at for their custom fields
 MOST_ACTIONS = 200            # quick actions taken from one list
 LONGEST_TEXT = 20_000         # characters of one template, name or value
@@ -136,10 +145,12 @@ def read(config_dir: str | None = None, libraries: Iterable[str] = ()) -> Calibr
     if chosen and chosen not in dict_of(ai.get('providers')):
         found.items.append(chosen_item(chosen))
     for purpose, provider in dict_of(ai.get('purpose_map')).items():
-        if purpose != CHAT_PURPOSE:  # 9.x: the provider of images (AI covers)
+        if purpose == IMAGE_PURPOSE:  # 9.14 and later: the provider of AI covers
+            found.items.append(image_provider_item(provider))
+        elif purpose != CHAT_PURPOSE:
             found.items.append(Item(_('Answers'), _('Provider for {purpose}').format(
                 purpose=shown(str(purpose).removeprefix('AICapabilities.'), 60)), shown(provider, 80),
-                why_not=_('Book AI uses its providers for questions only')))
+                why_not=_('Book AI has no use for this purpose')))
     language = ai.get('llm_localized_results', viewer.get('llm_localized_results'))
     if language is not None:
         found.items.append(language_item(language))
@@ -148,6 +159,8 @@ def read(config_dir: str | None = None, libraries: Iterable[str] = ()) -> Calibr
                                         _('Library'), _('Quick actions of the Discuss window')))
     if 'llm-book-allowed-standard-fields' in gui:
         found.items.append(standard_fields_item(gui['llm-book-allowed-standard-fields']))
+    if 'llm-cover-generation' in gui:
+        found.items.extend(cover_items(gui['llm-cover-generation']))
     paths = list(dict.fromkeys([*libraries, *dict_of(gui.get('library_usage_stats'))]))
     for path in paths[:MOST_LIBRARIES]:
         if isinstance(path, str) and path:
@@ -265,7 +278,9 @@ def provider_item(cls: type, key: str, value: object) -> Item:
         return key_item(cls, value)
     setting, words = calibre_labels().get(key, shown(key, 80)), value_words(key, value)
     if key in IMAGE_SETTINGS:
-        return Item(section, setting, words, why_not=_('a setting for AI covers, which Book AI does not make'))
+        return Item(section, setting, words, why_not=_("Book AI asks for covers at the service's own settings"))
+    if key in IMAGE_MODEL_SETTINGS:
+        return image_model_item(cls, setting, value, words)
     option, converted = provider_option(name, key, value)
     if option is None:
         return Item(section, setting, words, why_not=converted if isinstance(converted, str) and converted
@@ -308,6 +323,14 @@ def provider_option(name: str, key: str, value: object) -> tuple[str | None, obj
         return 'temperature', float(value) if type(value) in (int, float) else value
     if key == 'headers':
         return 'headers', value
+    if key == 'image_quality':
+        try:
+            provider_class(name).option_named('image_quality')
+        except KeyError:
+            return None, _("Book AI asks for covers at the service's own settings")
+        return 'image_quality', value
+    if key == 'safe_mode' and name == 'venice':
+        return 'safe_mode', value
     if key == 'data_collection':
         return 'deny_data_collection', {'deny': True, 'allow': False}.get(value, value)
     return None, ''
@@ -333,6 +356,87 @@ def address(name: str, value: object) -> object:
     if name == 'lmstudio' and not path.endswith('/v1'):
         path += '/v1'
     return urlunsplit(parts._replace(path=path, fragment=''))
+
+
+def image_model_item(cls: type, setting: str, value: object, words: str) -> Item:
+    """calibre's image model of a provider: Book AI's image model of the same provider."""
+    section = cls.display_name
+    if isinstance(value, (list, tuple)) and value:  # (id, name), as calibre keeps OpenRouter's
+        value = value[0]
+    if not cls.capabilities & Capability.IMAGE_GENERATION:
+        return Item(section, setting, words, why_not=_("Book AI's {provider} makes no images").format(provider=section))
+    if not isinstance(value, str) or not value.strip() or value.strip() == 'auto':
+        return Item(section, setting, words, why_not=_('it is chosen automatically, as in Book AI'))
+    try:
+        checked = cls.option_named('image_model').check(value.strip())
+    except ValueError as e:
+        return Item(section, setting, words, why_not=str(e))
+    return Item(section, setting, words, cls.option_named('image_model').label,
+                changes=Changes(providers={cls.name: {'image_model': checked}}))
+
+
+def image_provider_item(calibre_name: object) -> Item:
+    """calibre's provider of images (AI covers): Book AI's image provider."""
+    setting = _('Provider for covers')
+    name = PROVIDER_IDS.get(calibre_name) if isinstance(calibre_name, str) else None
+    if name not in PROVIDERS:
+        return Item(_('AI covers'), setting, shown(calibre_name, 80), why_not=_('Book AI has no provider of that name'))
+    cls = provider_class(name)
+    if not cls.capabilities & Capability.IMAGE_GENERATION:
+        return Item(_('AI covers'), setting, cls.display_name,
+                    why_not=_("Book AI's {provider} makes no images").format(provider=cls.display_name))
+    return Item(_('AI covers'), setting, cls.display_name, _('the provider covers are made with'),
+                changes=Changes(prefs={'image_provider': name}))
+
+
+def cover_items(value: object) -> list[Item]:
+    """The choices of calibre's AI covers window (gprefs 'llm-cover-generation'), as Book AI's
+    cover settings."""
+    section = _('AI covers')
+    if not isinstance(value, dict):
+        return [Item(section, _('Cover choices'), shown(value, 80), why_not=_('they are not settings calibre wrote'))]
+    items = []
+    aspect = value.get('aspect_ratio')
+    if aspect is not None:
+        from calibre_plugins.bookai.core.images import ASPECTS
+        if aspect in ASPECTS:
+            items.append(Item(section, _('Aspect ratio'), aspect, _('Aspect ratio'),
+                              changes=Changes(prefs={'cover_aspect': aspect})))
+        else:
+            items.append(Item(section, _('Aspect ratio'), shown(aspect, 40),
+                              why_not=_('Book AI offers {shapes}').format(shapes=', '.join(ASPECTS))))
+    text = {ours: value[key] for key, ours in COVER_TEXT.items() if type(value.get(key)) is bool}
+    if text:
+        items.append(Item(section, _('Render text on the cover'), ', '.join(
+            f'{k}: {_("yes") if v else _("no")}' for k, v in text.items()), _('Render text on the cover'),
+            changes=Changes(prefs={'cover_text': {**plugin_prefs()['cover_text'], **text}})))
+    templates = {ours: value[key][:LONGEST_TEXT] for key, ours in COVER_TEMPLATES.items()
+                 if isinstance(value.get(key), str)}
+    if any(templates.values()):
+        items.append(Item(section, _('Templates'), '; '.join(f'{k}: {shown(v, 80)}' for k, v in templates.items() if v),
+                          _('Templates'), changes=Changes(prefs={'cover_templates': {
+                              **plugin_prefs()['cover_templates'], **templates}})))
+    if type(value.get('include_comments')) is bool:
+        items.append(Item(section, _('Send book descriptions to AI as context'),
+                          _('yes') if value['include_comments'] else _('no'),
+                          _("Send the book's description as context"),
+                          changes=Changes(prefs={'cover_description': value['include_comments']})))
+    if isinstance(value.get('extra_instructions'), str) and value['extra_instructions'].strip():
+        items.append(Item(section, _('Extra instructions'), shown(value['extra_instructions'], 200),
+                          _('Extra instructions'), changes=Changes(prefs={
+                              'cover_instructions': value['extra_instructions'][:LONGEST_TEXT]})))
+    styles = [s for s in list_of(value.get('custom_styles')) if isinstance(s, dict)
+              and all(isinstance(s.get(k), str) and 0 < len(s[k]) < LONGEST_TEXT for k in ('name', 'human_name', 'template'))]
+    if styles:
+        saved = [dict(s) for s in list_of(plugin_prefs()['cover_styles']) if isinstance(s, dict)]
+        names = {s.get('name') for s in saved}
+        saved += [{k: s[k] for k in ('name', 'human_name', 'template')} for s in styles if s['name'] not in names]
+        items.append(Item(section, _('Custom styles'), ', '.join(f'"{shown(s["human_name"], 60)}"' for s in styles),
+                          _('Saved styles'), changes=Changes(prefs={'cover_styles': saved})))
+    if isinstance(value.get('last_style'), str) and 0 < len(value['last_style']) < 200:
+        items.append(Item(section, _('Cover style'), shown(value['last_style'], 80), _('Cover style'),
+                          changes=Changes(prefs={'cover_style': value['last_style']})))
+    return items
 
 
 def key_item(cls: type, value: object) -> Item:

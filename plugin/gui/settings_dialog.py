@@ -1,7 +1,8 @@
 # License: GPLv3 Copyright: the Book AI developers
 """The plugin's settings: which provider answers, the quick actions of the library and
 of the E-book viewer, the viewer's highlight style for notes, what is sent about the
-books, and where answers are saved.
+books, where answers are saved, and how covers are made (the image provider, the reader's
+own cover styles, calibre templates for the text on a cover).
 
 SettingsWidget shows and edits them (validate(), then commit() writes them), with an
 ActionsEditor for each list of quick actions; SettingsDialog holds one with OK and
@@ -28,7 +29,7 @@ from calibre_plugins.bookai.conversation.books import (
 )
 from calibre_plugins.bookai.conversation.notes import save_targets
 from calibre_plugins.bookai.gui.provider_config import ProviderConfigWidget
-from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
 from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
 from calibre_plugins.bookai.settings.prefs import not_saved, plugin_prefs, problems
 
@@ -71,6 +72,16 @@ def field_name(db: object, key: str) -> str:
     return name or key.lstrip('#').replace('_', ' ').capitalize()
 
 
+def sample_book() -> object:
+    """A made-up book to try a template on, as calibre's template editor makes one."""
+    from calibre.ebooks.metadata.book.base import Metadata
+    mi = Metadata(_('Title'), [_('Author')])
+    mi.series, mi.series_index = _('Series'), 3
+    mi.tags = [_('Tag 1'), _('Tag 2')]
+    mi.languages = ['eng']
+    return mi
+
+
 def library_variables_help() -> str:
     return _('In the prompt, {books_word} becomes "book" or "books" and {is_are} "is" or "are", by the number '
              'of books; {title}, {authors} and {series} are those of the first book.')
@@ -98,7 +109,41 @@ def highlight_styles() -> tuple[tuple[str, str], ...]:
         (f'decoration-{which}', decorations[which]) for which in HIGHLIGHT_DECORATIONS)
 
 
-class ActionEditor(QDialog):
+class CheckedEditor(QDialog):
+    """A small editor whose OK keeps it open while problem() names what is missing: said in red,
+    above OK and Cancel."""
+
+    def add_error_and_buttons(self, layout: QVBoxLayout, *edits: QLineEdit | QPlainTextEdit) -> None:
+        """The error line (hidden again as soon as one of edits changes), then OK and Cancel."""
+        self.error = wrapped_label('', self)
+        self.error.setStyleSheet('QLabel { color: red }')
+        self.error.setVisible(False)
+        layout.addWidget(self.error)
+        for edit in edits:
+            edit.textChanged.connect(lambda: self.error.setVisible(False))
+        bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
+        bb.accepted.connect(self.accept)
+        bb.rejected.connect(self.reject)
+        layout.addWidget(bb)
+
+    def problem(self) -> str:
+        """What is missing for OK, in a sentence; '' when nothing is."""
+        return ''
+
+    def refused(self) -> None:
+        """After OK was refused and the problem said."""
+
+    def accept(self) -> None:
+        problem = self.problem()
+        if problem:
+            self.error.setText(problem)
+            self.error.setVisible(True)
+            self.refused()
+            return
+        super().accept()
+
+
+class ActionEditor(CheckedEditor):
     """Edit a quick action's label and prompt template; variables_help names the {variables} it may use."""
 
     def __init__(self, label: str = '', template: str = '', title: str = '', parent: QWidget | None = None,
@@ -125,16 +170,7 @@ class ActionEditor(QDialog):
         self.help = wrapped_label(self.variables_help, self)
         self.help.setTextFormat(Qt.TextFormat.PlainText)
         layout.addWidget(self.help)
-        self.error = wrapped_label('', self)
-        self.error.setStyleSheet('QLabel { color: red }')
-        self.error.setVisible(False)
-        layout.addWidget(self.error)
-        self.label_edit.textChanged.connect(lambda: self.error.setVisible(False))
-        self.template_edit.textChanged.connect(lambda: self.error.setVisible(False))
-        bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
-        bb.accepted.connect(self.accept)
-        bb.rejected.connect(self.reject)
-        layout.addWidget(bb)
+        self.add_error_and_buttons(layout, self.label_edit, self.template_edit)
 
     @property
     def label(self) -> str:
@@ -152,14 +188,8 @@ class ActionEditor(QDialog):
             return _('The action needs a prompt template: it is what is asked.')
         return ''
 
-    def accept(self) -> None:
-        problem = self.problem()
-        if problem:
-            self.error.setText(problem)
-            self.error.setVisible(True)
-            (self.label_edit if not self.label else self.template_edit).setFocus()
-            return
-        super().accept()
+    def refused(self) -> None:
+        (self.label_edit if not self.label else self.template_edit).setFocus()
 
 
 class ActionsEditor(QWidget):
@@ -324,6 +354,68 @@ class ActionsEditor(QWidget):
         return saved
 
 
+class StyleEditor(CheckedEditor):
+    """A cover style of the reader's own: its name and its prompt (as calibre's Add custom style)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle(_('Add custom style'))
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.name_edit = QLineEdit(self)
+        self.name_edit.setPlaceholderText(_('e.g. Watercolor'))
+        form.addRow(_('Style &name:'), self.name_edit)
+        layout.addLayout(form)
+        layout.addWidget(QLabel(_('Style instructions:'), self))
+        self.template_edit = QPlainTextEdit(self)
+        self.template_edit.setPlaceholderText(_('Describe the visual style for the cover image'))
+        layout.addWidget(self.template_edit, 1)
+        self.add_error_and_buttons(layout)
+        self.resize(520, 340)
+
+    @property
+    def name(self) -> str:
+        return ' '.join(self.name_edit.text().split())
+
+    @property
+    def template(self) -> str:
+        return self.template_edit.toPlainText().strip()
+
+    def problem(self) -> str:
+        from calibre_plugins.bookai.covers.styles import MAX_NAME, MAX_TEMPLATE
+        if not self.name:
+            return _('Please enter a name for the custom style.')
+        if not self.template:
+            return _('Please enter instructions for the custom style.')
+        if len(self.name) > MAX_NAME:
+            return _('A style\'s name can have at most {count} characters.').format(count=MAX_NAME)
+        if len(self.template) > MAX_TEMPLATE:
+            return _('A style\'s instructions can have at most {count} characters.').format(count=MAX_TEMPLATE)
+        return ''
+
+
+class ProviderSettingsDialog(QDialog):
+    """One provider's settings (as the Provider tab shows them), saved on OK."""
+
+    def __init__(self, provider: AIProviderPlugin, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle(_('{provider} settings').format(provider=provider.display_name))
+        layout = QVBoxLayout(self)
+        self.config = ProviderConfigWidget(provider, self)
+        layout.addWidget(self.config, 1)
+        bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
+        bb.accepted.connect(self.accept)
+        bb.rejected.connect(self.reject)
+        layout.addWidget(bb)
+
+    def accept(self) -> None:
+        if self.config.validate():  # what is wrong is shown under its field
+            return
+        self.config.commit()
+        super().accept()
+
+
 class SettingsWidget(QWidget):
     """Every setting of the plugin, in tabs; validate(), then commit() writes them."""
 
@@ -351,7 +443,17 @@ class SettingsWidget(QWidget):
         self.tabs.addTab(self.fields_tab(), _('&Book fields'))
         self.tabs.addTab(self.sent_tab(), _('&Sent to the AI'))
         self.tabs.addTab(self.save_tab(), _('Sa&ve to book'))
+        # every letter of "Covers" is some other tab's or field's Alt key: this one has a free one
+        self.tabs.addTab(self.covers_tab(), _('Cover art&work'))
         self.show_file_problems()
+
+    # the tabs, by the name another window opens them at (show_settings(tab=...))
+    TABS = ('provider', 'library-actions', 'reading', 'book-fields', 'sent-to-the-ai', 'save-to-book', 'covers')
+
+    def show_tab(self, name: str) -> None:
+        """Show the tab named (one of TABS); any other name leaves the first one shown."""
+        if name in self.TABS:
+            self.tabs.setCurrentIndex(self.TABS.index(name))
 
     def show_file_problems(self) -> None:
         """Say what could not be read of the settings files, above the tabs."""
@@ -360,7 +462,7 @@ class SettingsWidget(QWidget):
         self.file_problems.setVisible(bool(text))
 
     def sizeHint(self) -> QSize:
-        return QSize(720, 500)
+        return QSize(800, 500)
 
     # Provider {{{
 
@@ -751,6 +853,221 @@ class SettingsWidget(QWidget):
 
     # }}}
 
+
+    # Cover artwork {{{
+
+    def covers_tab(self) -> QWidget:
+        """The image provider (chosen apart from the one that answers), the reader's own cover
+        styles, calibre templates for the text on a cover, the extra instructions, the requests
+        at once of a job for many books, and how long replaced covers are kept for Undo."""
+        from calibre_plugins.bookai.covers.styles import saved_styles  # the settings' own: no AI in it
+        tab = QWidget(self)
+        outer = QVBoxLayout(tab)
+        outer.setContentsMargins(0, 0, 0, 0)
+        scroll = QScrollArea(tab)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        inner = QWidget(scroll)
+        inner.setAutoFillBackground(False)
+        scroll.viewport().setAutoFillBackground(False)
+        layout = QVBoxLayout(inner)
+        scroll.setWidget(inner)
+        outer.addWidget(scroll)
+
+        row = QHBoxLayout()
+        self.image_box = QComboBox(inner)
+        self.image_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.image_box.addItem(_('None: no covers are made'), '')
+        for name, p in self.providers.items():
+            if p.capabilities & Capability.IMAGE_GENERATION:
+                self.image_box.addItem(self.provider_text(p), name)
+        chosen = self.prefs['image_provider']
+        if chosen and self.image_box.findData(chosen) < 0:
+            chosen = ''
+        self.image_box.setCurrentIndex(max(0, self.image_box.findData(chosen)))
+        label = QLabel(_('Covers are &made by:'), inner)
+        label.setBuddy(self.image_box)
+        row.addWidget(label)
+        row.addWidget(self.image_box)
+        self.image_settings_button = QPushButton(_('Its settings…'), inner)
+        self.image_settings_button.setToolTip(_('Its key, address and image model: the same settings as on the '
+                                                'Provider tab'))
+        self.image_settings_button.clicked.connect(self.edit_image_provider)
+        row.addWidget(self.image_settings_button)
+        row.addStretch(1)
+        layout.addLayout(row)
+        self.image_state = wrapped_label('', inner)
+        self.image_state.setTextFormat(Qt.TextFormat.PlainText)
+        layout.addWidget(self.image_state)
+        self.image_box.currentIndexChanged.connect(self.show_image_state)
+        self.show_image_state()
+
+        layout.addWidget(wrapped_label(_(
+            'Your own cover styles, offered with calibre\'s when you make a cover (a style is saved from its '
+            'prompt there too, with Save style…):'), inner))
+        row = QHBoxLayout()
+        self.styles_list = QListWidget(inner)
+        self.styles_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.styles_list.setMaximumHeight(self.styles_list.fontMetrics().lineSpacing() * 4 + 8)
+        self.saved_cover_styles = [{'name': st.name, 'human_name': st.human_name, 'template': st.template}
+                                   for st in saved_styles()]
+        self.show_cover_styles()
+        row.addWidget(self.styles_list, 1)
+        buttons = QVBoxLayout()
+        self.add_style_button = QPushButton(_('Add st&yle…'), inner)
+        self.add_style_button.clicked.connect(self.add_cover_style)
+        self.delete_style_button = QPushButton(_('Delete style'), inner)
+        self.delete_style_button.clicked.connect(self.delete_cover_styles)
+        buttons.addWidget(self.add_style_button)
+        buttons.addWidget(self.delete_style_button)
+        buttons.addStretch(1)
+        row.addLayout(buttons)
+        layout.addLayout(row)
+
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        templates = self.prefs['cover_templates'] if isinstance(self.prefs['cover_templates'], dict) else {}
+        self.template_edits, self.template_buttons = {}, {}
+        for key, text in (('title', _('Title template:')), ('authors', _('Authors template:')),
+                          ('series', _('Series template:'))):
+            value = templates.get(key)
+            form.addRow(text, self.template_row(key, value if isinstance(value, str) else '', inner))
+        layout.addLayout(form)
+        layout.addWidget(wrapped_label(_(
+            'Each template is evaluated using the calibre template language. Leave a template blank to use the '
+            'corresponding metadata field directly.'), inner))
+        layout.addWidget(wrapped_label(_(
+            'Extra instructions prepended to every cover generation prompt (regardless of cover style):'), inner))
+        self.cover_instructions = QPlainTextEdit(inner)
+        self.cover_instructions.setPlaceholderText(_(
+            'Optional text prepended to the cover generation instructions for every style'))
+        instructions = self.prefs['cover_instructions']
+        self.cover_instructions.setPlainText(instructions if isinstance(instructions, str) else '')
+        self.cover_instructions.setMaximumHeight(self.cover_instructions.fontMetrics().lineSpacing() * 3 + 12)
+        layout.addWidget(self.cover_instructions)
+
+        form = QFormLayout()
+        self.at_once_box = QSpinBox(inner)
+        self.at_once_box.setRange(1, 8)
+        self.at_once_box.setValue(max(1, min(8, int(self.prefs['cover_requests_at_once']))))
+        self.at_once_box.setToolTip(_('When covers are made for many books, at most this many requests are sent '
+                                      'at a time'))
+        form.addRow(_('Requests at once, for many books:'), self.at_once_box)
+        self.undo_days_box = QSpinBox(inner)
+        self.undo_days_box.setRange(1, 365)
+        self.undo_days_box.setSuffix(' ' + _('days'))
+        self.undo_days_box.setValue(max(1, min(365, int(self.prefs['cover_undo_days']))))
+        self.undo_days_box.setToolTip(_('A cover Book AI replaced is kept this long in its cache, for Undo cover '
+                                        'change'))
+        form.addRow(_('Keep replaced covers for Undo:'), self.undo_days_box)
+        layout.addLayout(form)
+        layout.addStretch(1)
+        return tab
+
+    def template_row(self, key: str, value: str, parent: QWidget) -> QWidget:
+        """A calibre template's line, and calibre's template editor beside it."""
+        w = QWidget(parent)
+        h = QHBoxLayout(w)
+        h.setContentsMargins(0, 0, 0, 0)
+        edit = QLineEdit(w)
+        edit.setText(value)
+        edit.setPlaceholderText(_('Leave empty to use the value directly'))
+        h.addWidget(edit, 1)
+        button = QPushButton(_('Template editor…'), w)
+        button.setToolTip(_('Open the calibre template editor'))
+        button.clicked.connect(lambda _checked=False, e=edit: self.edit_template(e))
+        h.addWidget(button)
+        self.template_edits[key], self.template_buttons[key] = edit, button
+        return w
+
+    def edit_template(self, edit: QLineEdit) -> None:
+        from calibre.gui2.dialogs.template_dialog import TemplateDialog  # calibre's, when asked for
+        # a made-up book to try the template on, and the library's fields (else calibre's standard
+        # ones): without them, calibre looks for its main window's library, and the E-book viewer,
+        # which opens these settings too, has none
+        fm = self.db.field_metadata if self.db is not None else FieldMetadata()
+        d = TemplateDialog(self, edit.text(), mi=sample_book(), fm=fm)
+        d.setWindowTitle(_('Edit template'))
+        if d.exec():
+            edit.setText(d.rule[1])
+
+    def show_image_state(self) -> None:
+        """Whether the image provider chosen is ready, and where its settings are."""
+        name = self.image_box.currentData()
+        self.image_settings_button.setEnabled(bool(name))
+        if not name:
+            self.image_state.setText(_('Nothing is sent to make covers until you choose a provider here.'))
+            return
+        p = self.providers[name]
+        missing = p.missing_setup()
+        state = (_('{provider} needs setting up: {problem}').format(provider=p.display_name, problem=missing)
+                 if missing else _('{provider} is ready.').format(provider=p.display_name))
+        self.image_state.setText(state + ' ' + _(
+            'It is chosen apart from the provider that answers. Its key, address and image model are its '
+            'settings on the Provider tab; Its settings… shows them here too.'))
+
+    def edit_image_provider(self) -> None:
+        """The image provider's own settings (those of the Provider tab), saved on OK."""
+        name = self.image_box.currentData()
+        if not name:
+            return
+        if name in self.config_widgets:  # shown on the Provider tab: what is typed there is kept
+            self.config_widgets[name].commit()
+        d = self.image_settings_dialog = ProviderSettingsDialog(get_provider(name), self)
+        if d.exec() != QDialog.DialogCode.Accepted:
+            return
+        self.providers[name] = get_provider(name)
+        if name in self.config_widgets:  # the Provider tab shows it as saved now
+            page = self.config_pages.pop(name)
+            self.config_widgets.pop(name)
+            self.provider_stack.removeWidget(page)
+            page.deleteLater()
+            if self.selected_provider == name:
+                self.show_provider()
+        self.show_provider_states()
+        for i in range(self.image_box.count()):
+            n = self.image_box.itemData(i)
+            if n:
+                self.image_box.setItemText(i, self.provider_text(self.providers[n]))
+        self.show_image_state()
+
+    def show_cover_styles(self) -> None:
+        self.styles_list.clear()
+        for st in self.saved_cover_styles:
+            item = QListWidgetItem(st['human_name'], self.styles_list)
+            item.setToolTip(st['template'][:500])
+            item.setData(Qt.ItemDataRole.UserRole, st['name'])
+
+    def add_cover_style(self) -> None:
+        d = StyleEditor(self)
+        if d.exec() != QDialog.DialogCode.Accepted:
+            return
+        taken = {st['name'] for st in self.saved_cover_styles}
+        from calibre_plugins.bookai.covers.styles import builtin_names
+        taken |= builtin_names()
+        base = 'custom_' + d.name.lower().replace(' ', '_')
+        name, counter = base, 1
+        while name in taken:
+            name, counter = f'{base}_{counter}', counter + 1
+        self.saved_cover_styles.append({'name': name, 'human_name': d.name, 'template': d.template})
+        self.show_cover_styles()
+
+    def delete_cover_styles(self) -> None:
+        gone = {item.data(Qt.ItemDataRole.UserRole) for item in self.styles_list.selectedItems()}
+        self.saved_cover_styles = [st for st in self.saved_cover_styles if st['name'] not in gone]
+        self.show_cover_styles()
+
+    def write_covers(self) -> None:
+        prefs = self.prefs
+        prefs['image_provider'] = self.image_box.currentData() or ''
+        prefs['cover_styles'] = [dict(st) for st in self.saved_cover_styles]
+        prefs['cover_templates'] = {key: edit.text().strip() for key, edit in self.template_edits.items()}
+        prefs['cover_instructions'] = self.cover_instructions.toPlainText().strip()
+        prefs['cover_requests_at_once'] = self.at_once_box.value()
+        prefs['cover_undo_days'] = self.undo_days_box.value()
+
+    # }}}
+
     def problem(self) -> str:
         """'' when everything shown can be saved, else what is wrong, in a sentence."""
         for name, w in self.config_widgets.items():
@@ -801,12 +1118,13 @@ class SettingsWidget(QWidget):
         prefs['book_text'] = self.book_text_box.isChecked()
         prefs['book_text_budget'] = self.budget_box.value()
         prefs['retrieval'] = 'embeddings' if self.meaning_box.isChecked() else 'bm25'
+        self.write_covers()
 
 
 class SettingsDialog(QDialog):
     """The settings, with OK and Cancel."""
 
-    def __init__(self, db: object = None, parent: QWidget | None = None):
+    def __init__(self, db: object = None, parent: QWidget | None = None, tab: str = ''):
         super().__init__(parent)
         self.setWindowTitle(_('Book AI settings'))
         layout = QVBoxLayout(self)
@@ -818,10 +1136,11 @@ class SettingsDialog(QDialog):
         self.bb.accepted.connect(self.accept)
         self.bb.rejected.connect(self.reject)
         layout.addWidget(self.bb)
+        self.settings.show_tab(tab)
         self.resize(self.sizeHint())
 
     def sizeHint(self) -> QSize:
-        return QSize(720, 560)
+        return QSize(800, 560)  # room for the seven tabs' names
 
     def accept(self) -> None:
         if self.settings.validate() and self.settings.commit():
@@ -837,6 +1156,6 @@ class SettingsDialog(QDialog):
         old.deleteLater()
 
 
-def show_settings(parent: QWidget | None = None, db: object = None) -> bool:
-    """Open the settings (modal); True if they were saved."""
-    return SettingsDialog(db, parent).exec() == QDialog.DialogCode.Accepted
+def show_settings(parent: QWidget | None = None, db: object = None, tab: str = '') -> bool:
+    """Open the settings (modal), on the tab named (a key of SettingsWidget.TABS); True if they were saved."""
+    return SettingsDialog(db, parent, tab).exec() == QDialog.DialogCode.Accepted

@@ -26,6 +26,8 @@ from calibre_plugins.bookai.gui.icons import plugin_icon
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from calibre.db.legacy import LibraryDatabase
 
     from calibre_plugins.bookai.conversation.actions import QuickAction
@@ -75,6 +77,21 @@ class BookAIAction(InterfaceAction):
                                read_next.calibre_shortcut_unique_name: (CALIBRES_READ_NEXT_KEYS, READ_NEXT_KEYS)}
         cm(m, 'bookai-ask-library', _('Ask my &library'), shortcut=None, triggered=self.ask_library,
            description=_('A question answered from the full text of your books'))
+        m.addSeparator()
+        cm(m, 'bookai-generate-cover', _('&Generate cover…'), shortcut=None, triggered=self.generate_cover,
+           description=_('Make a cover for the current book with an image model'))
+        cm(m, 'bookai-generate-covers', _('Generate &covers for the selected books…'), shortcut=None,
+           triggered=self.generate_covers, description=_('Make covers for the selected books, to review before '
+                                                         'any replaces a cover'))
+        cm(m, 'bookai-review-covers', _('Re&view generated covers…'), shortcut=None,
+           triggered=self.review_covers, description=_('The covers made for many books, waiting to be kept or '
+                                                       'discarded'))
+        self.undo_cover_action = cm(m, 'bookai-undo-cover', _('&Undo cover change'), shortcut=None,
+                                    triggered=self.undo_covers,
+                                    description=_('Put back the cover Book AI last replaced on the selected books'))
+        m.aboutToShow.connect(self.update_cover_actions)
+        # its shortcut (if the reader gives it one) always works: Undo says when there is nothing to undo
+        m.aboutToHide.connect(lambda: self.undo_cover_action.setEnabled(True))
         m.addSeparator()
         cm(m, 'bookai-history', _('&History'), shortcut=None, triggered=self.show_history,
            description=_('Conversations kept for this library'))
@@ -266,15 +283,64 @@ class BookAIAction(InterfaceAction):
         from calibre_plugins.bookai.gui.settings_dialog import show_settings
         show_settings(self.gui, self.gui.current_db.new_api)
 
+    # AI covers (main_window/covers.py, imported when one of them is chosen) {{{
+
+    def covers(self) -> 'ModuleType':
+        # late: see the module's docstring
+        from calibre_plugins.bookai.main_window import covers
+        return covers
+
+    def generate_cover(self) -> None:
+        self.covers().generate_cover(self.gui)
+
+    def generate_covers(self) -> None:
+        ids = list(self.gui.library_view.get_selected_ids())
+        if not ids:
+            error_dialog(self.gui, _('Cannot generate covers'), _('No books selected'), show=True)
+            return
+        self.covers().generate_covers(self.gui, ids)
+
+    def review_covers(self) -> None:
+        self.covers().review_covers(self.gui)
+
+    def undo_covers(self) -> None:
+        self.covers().undo_covers(self.gui, list(self.gui.library_view.get_selected_ids()))
+
+    def update_cover_actions(self) -> None:
+        """Undo cover change, enabled only when a selected book has a cover Book AI replaced. Looked
+        up only where covers were ever replaced (Book AI's cache has its folder for Undo): until then,
+        only that folder's name is (covers.undo, a few lines of file handling, no AI)."""
+        import os
+
+        from calibre_plugins.bookai.covers.undo import default_root
+        enabled = False
+        if os.path.isdir(default_root()):
+            try:
+                enabled = self.covers().undoable(self.gui, list(self.gui.library_view.get_selected_ids()))
+            except Exception:  # an unreadable cache: Undo says so when chosen
+                enabled = True
+        self.undo_cover_action.setEnabled(enabled)
+
+    def covers_if_used(self) -> 'ModuleType | None':
+        """The covers' module when it was used in this session, else None (and nothing imported)."""
+        import sys
+        return sys.modules.get('calibre_plugins.bookai.main_window.covers')
+
+    # }}}
+
     def library_about_to_change(self, olddb: 'LibraryDatabase', db: 'LibraryDatabase') -> None:
         """Windows of the library being left close while it is still open: an answer that is
         streaming stops, and what came of it is kept in that library's History. Nothing of
-        theirs (Save to book, a citation opened) can then reach the other library's books."""
+        theirs (Save to book, a citation opened) can then reach the other library's books.
+        A review of new covers closes too: its covers are kept for when their library is open again."""
         self.left_behind = 0
         for w in list(self.windows):
             if w.library.library_id != db.library_id:
                 w.close()
                 self.left_behind += 1
+        covers = self.covers_if_used()
+        if covers is not None:
+            covers.library_about_to_change(self.gui, str(db.library_id))
 
     def library_changed(self, db: 'LibraryDatabase') -> None:
         # said after calibre has cleared its status bar for the new library
@@ -283,6 +349,9 @@ class BookAIAction(InterfaceAction):
                 'Book AI: the conversations of the previous library were closed. What was answered is kept in '
                 'that library\'s History.'), 10000, show_notification=False)
         self.left_behind = 0
+        covers = self.covers_if_used()
+        if covers is not None:
+            covers.library_changed(self.gui)
 
     def shutting_down(self) -> bool:
         """An answer that is streaming stops (its thread is told to, and is not waited for) and what

@@ -12,7 +12,9 @@ A provider is one small class that knows its wire format and nothing else:
   keeps it, caches it and chooses from it);
 - `parse_error()`: what the service said when it answered with an error status;
 - with Capability.EMBEDDINGS: `embed_request()` and `parse_embeddings()` (the
-  default is the /embeddings route most services copy from OpenAI).
+  default is the /embeddings route most services copy from OpenAI);
+- with Capability.IMAGE_GENERATION (and IMAGE_EDITING, when it can change an image it is
+  given): `image_request()` and `parse_image_answer()`; generate_image() does the rest.
 
 Everything else is here, the same for all: reading its settings and key, timeouts,
 Stop, turning every failure into a Failed chunk, usage and cost, and keeping the
@@ -37,7 +39,9 @@ from calibre_plugins.bookai.core.errors import (
     ConnectionLost, MissingKey, NotConfigured, ProtocolError, ProviderError, Secrets, TooLarge, secrets_in_header,
     secrets_in_url,
 )
+from calibre_plugins.bookai.core.images import Image, ImageAddress, ImageResult, image_from_bytes
 from calibre_plugins.bookai.core.messages import Chunk, Done, Failed, Message, Role, Usage
+from calibre_plugins.bookai.core.multipart import encode_multipart
 from calibre_plugins.bookai.core.streams import NDJSONDecoder, SSEDecoder
 from calibre_plugins.bookai.core.transport import (
     HTTPError, Request, Response, Timeouts, Transport, http_error_to_provider_error, is_local as is_local_host,
@@ -66,6 +70,8 @@ class Capability(Flag):
     WEB_SEARCH = auto()
     REASONING = auto()
     EMBEDDINGS = auto()
+    IMAGE_GENERATION = auto()  # makes an image from words (a cover)
+    IMAGE_EDITING = auto()     # changes an image it is given, as words ask (Refine)
 
 
 def redacted_output(text_chat: Callable[..., Iterator[Chunk]]) -> Callable[..., Iterator[Chunk]]:
@@ -104,6 +110,7 @@ class AIProviderPlugin:
     tier_patterns: tuple[tuple[str, str], ...] = ()  # (tier, regular expression for the whole id)
     default_embedding_model = ''  # with EMBEDDINGS: the model when none is set; '' for the chat model
     has_model_chooser = False   # its settings offer a chooser over the model list's details (gui/model_chooser.py)
+    default_image_model = ''    # with IMAGE_GENERATION: the model that makes images when none is set
 
     def __init__(self, settings: dict | None = None, secrets: SecretStore | None = None,
                  transport: Transport | None = None):
@@ -123,7 +130,8 @@ class AIProviderPlugin:
             cls._all_options = declared_options(
                 cls.options, default_base_url=cls.default_base_url, takes_key=cls.needs_key or cls.key_optional,
                 read_timeout=cls.default_read_timeout, embeddings=bool(cls.capabilities & Capability.EMBEDDINGS),
-                default_embedding_model=cls.default_embedding_model)
+                default_embedding_model=cls.default_embedding_model,
+                images=bool(cls.capabilities & Capability.IMAGE_GENERATION), default_image_model=cls.default_image_model)
         return cls._all_options
 
     @classmethod
@@ -519,6 +527,103 @@ class AIProviderPlugin:
             if progress is not None:
                 progress(len(vectors), len(texts))
         return vectors
+
+    # }}}
+
+    # images {{{
+
+    def image_request(self, prompt: str, model: str, aspect: str, source: Image | None = None) -> Request:
+        """One request for an image of the given aspect (width:height, one of core.images.ASPECTS)
+        made from prompt by model; with source, the change prompt asks for, made to that image
+        (only with Capability.IMAGE_EDITING)."""
+        raise NotImplementedError()
+
+    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+        """The image in the service's JSON answer to image_request(), with its usage: each image
+        through core.images (image_from_base64/image_from_bytes). Raises PromptBlocked or
+        ResultBlocked, with the service's reason, when it refused for safety, ProtocolError (or
+        KeyError, TypeError...: told as the service breaking its format) when there is no image."""
+        raise NotImplementedError()
+
+    def image_model(self, cancel: CancelToken | None = None) -> str:
+        """The model that makes images: as set, else the provider's default."""
+        model = (self.option('image_model') or '').strip() or self.default_image_model
+        if not model:
+            raise NotConfigured(_('{provider} has no image model set: choose one in the settings.').format(
+                provider=self.display_name))
+        return model
+
+    @redacted_errors
+    def generate_image(self, prompt: str, aspect: str = '2:3', source: Image | None = None, model: str = '',
+                       cancel: CancelToken | None = None) -> ImageResult:
+        """An image made from prompt (with source: source changed as prompt asks), its usage and
+        estimated cost. One request, read whole and bounded (limits.MAX_IMAGE_JSON_BYTES). Raises
+        a ProviderError in words (PromptBlocked/ResultBlocked for a safety refusal, NoCredit,
+        ModelNotFound, RateLimited, TimedOut...), or Cancelled on Stop."""
+        wanted = Capability.IMAGE_EDITING if source is not None else Capability.IMAGE_GENERATION
+        if not self.capabilities & wanted:
+            raise NotConfigured((_('{provider} cannot change an image it is given.') if source is not None else
+                                 _('{provider} cannot make images.')).format(provider=self.display_name))
+        self.check_setup()
+        cancel = cancel or CancelToken()
+        model = model or self.image_model(cancel)
+        request = self.image_request(prompt, model, aspect, source)
+        response = self.open(request, model, cancel)
+        body = response.read_all(limits.MAX_IMAGE_JSON_BYTES + 1)
+        if len(body) > limits.MAX_IMAGE_JSON_BYTES:
+            raise too_large(self.display_name, limits.MAX_IMAGE_JSON_BYTES)
+        unreadable = _('{provider} sent an answer with no image Book AI can read.')
+        try:
+            data = limits.load_json(body)
+        except limits.TooDeep:
+            raise too_deep(self.display_name) from None
+        except ValueError:
+            raise ProtocolError(unreadable.format(provider=self.display_name),
+                                details=self.scrub(body[:300].decode('utf-8', 'replace'))) from None
+        try:
+            result = self.parse_image_answer(data, model)
+        except ProviderError:
+            raise
+        except ImageAddress as e:
+            result = ImageResult(self.image_at(e.url, model, cancel), model, e.usage, e.revised_prompt, e.text)
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
+            raise ProtocolError(unreadable.format(provider=self.display_name),
+                                details=self.scrub(f'{type(e).__name__}: {e}')) from None
+        usage = result.usage
+        if usage.cost is None:
+            estimate = pricing.estimate_image(self.name, result.model or model, usage, aspect)
+            if estimate is not None:
+                result = replace(result, usage=replace(usage, cost=estimate))
+        return result
+
+    def image_at(self, url: object, model: str, cancel: CancelToken) -> Image:
+        """The image at url, an address the service sent instead of the image: fetched (bounded,
+        with the provider's headers) only when it is on the provider's own server (same scheme,
+        host and port as its address), so that neither the key nor the reader's address goes
+        anywhere else; otherwise a ProtocolError says what happened."""
+        try:
+            own, there = urlsplit(self.base_url), urlsplit(url if isinstance(url, str) else '')
+            same = bool(there.hostname) and (own.scheme, own.hostname, own.port) == (
+                there.scheme, there.hostname, there.port)
+        except ValueError:
+            same = False
+        if not same:
+            raise ProtocolError(_('{provider} sent the address of the image on another server instead of the image '
+                                  'itself. Book AI fetches images only from the server it asked.').format(
+                provider=self.display_name), details=self.scrub(str(url)[:300]))
+        headers = {k: v for k, v in self.headers().items() if k.lower() != 'content-type'}
+        response = self.open(Request(url, 'GET', headers, None, secrets=self.secret_values), model, cancel)
+        data = response.read_all(limits.MAX_IMAGE_BYTES + 1)
+        return image_from_bytes(data, self.display_name)
+
+    def multipart_request(self, path: str, fields: Iterable[tuple[str, str]],
+                          files: Iterable[tuple[str, str, str, bytes]]) -> Request:
+        """A multipart/form-data POST to base_url + path (core/multipart.py), with this provider's
+        headers and its secrets marked."""
+        body, content_type = encode_multipart(fields, files)
+        headers = self.headers()
+        headers['Content-Type'] = content_type
+        return Request(self.base_url + path, 'POST', headers, body, secrets=self.secret_values)
 
     # }}}
 

@@ -1,14 +1,28 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""Google's Gemini models, through the Gemini API (generativelanguage.googleapis.com)."""
+"""Google's Gemini models, through the Gemini API (generativelanguage.googleapis.com).
+
+Images (covers), two ways, as the model's name says (ai.google.dev/gemini-api/docs):
+- Imagen (`imagen-*`): :predict, {instances: [{prompt}], parameters: {sampleCount,
+  aspectRatio}}; the image in predictions[].bytesBase64Encoded, or the reason it was
+  filtered in raiFilteredReason. Imagen makes images only: it cannot change one.
+- Gemini image models (`gemini-*-image*`): :generateContent with responseModalities
+  TEXT and IMAGE and imageConfig.aspectRatio; the image in a part's inlineData, the
+  image to change sent as inlineData too. A refusal is promptFeedback.blockReason (the
+  prompt) or a finishReason such as IMAGE_SAFETY (the image).
+"""
 
 from collections.abc import Iterator
 from urllib.parse import quote
 
-from calibre_plugins.bookai.core.errors import PromptBlocked, ProviderError, ResultBlocked, error_for_status
+from calibre_plugins.bookai.core.errors import (
+    NotConfigured, PromptBlocked, ProviderError, ResultBlocked, error_for_status,
+)
+from calibre_plugins.bookai.core.images import Image, ImageResult, image_from_base64, no_image, said
 from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.pricing import count
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.options import Option
 from calibre_plugins.bookai.providers.streaming import StreamState, json_of
@@ -29,7 +43,19 @@ def model_path(model: str) -> str:
 
 def reason_words(reason: str) -> str:
     """A reason Google gives ('SAFETY', 'PROHIBITED_CONTENT'), in lower-case words."""
-    return reason.replace('_', ' ').lower()
+    return said(reason, 100).replace('_', ' ').lower()
+
+
+# the finish reasons that say Google's filters stopped the image (ai.google.dev/api/generate-content#FinishReason)
+BLOCKING_FINISH = frozenset({'SAFETY', 'IMAGE_SAFETY', 'PROHIBITED_CONTENT', 'IMAGE_PROHIBITED_CONTENT', 'BLOCKLIST',
+                             'SPII', 'RECITATION', 'IMAGE_RECITATION'})
+# the shapes Imagen makes, width:height; another is asked as the nearest of these
+IMAGEN_ASPECTS = {'1:1': '1:1', '3:4': '3:4', '4:3': '4:3', '9:16': '9:16', '16:9': '16:9', '2:3': '3:4'}
+
+
+def is_imagen(model: str) -> bool:
+    """Whether model is one of Imagen's (:predict), not a Gemini model (:generateContent)."""
+    return model.removeprefix('models/').startswith('imagen')
 
 
 class GoogleGemini(AIProviderPlugin):
@@ -37,10 +63,12 @@ class GoogleGemini(AIProviderPlugin):
     name = 'gemini'
     display_name = 'Google Gemini'
     description = _("Google's Gemini models. A free tier is available, with low limits.")
-    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH | Capability.EMBEDDINGS
+    capabilities = (Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH | Capability.EMBEDDINGS
+                    | Capability.IMAGE_GENERATION | Capability.IMAGE_EDITING)  # editing: the Gemini image models only
     default_base_url = 'https://generativelanguage.googleapis.com/v1beta'
     remote_service = True
     default_embedding_model = 'gemini-embedding-001'
+    default_image_model = 'gemini-2.5-flash-image'
     options = (
         Option('web_search', _('Ground answers with Google Search (uses up free-tier limits fast)'), 'bool', False),
     )
@@ -109,6 +137,76 @@ class GoogleGemini(AIProviderPlugin):
 
     def parse_embeddings(self, data: dict) -> list[list[float]]:
         return [e['values'] for e in data['embeddings']]
+
+    # images {{{
+
+    def image_request(self, prompt: str, model: str, aspect: str, source: Image | None = None) -> Request:
+        path = quote(model_path(model))
+        if is_imagen(model):
+            if source is not None:
+                raise NotConfigured(_('The model {model} of {provider} makes images but cannot change one: choose a '
+                                      'Gemini image model (such as {example}) to refine a cover.').format(
+                    model=model, provider=self.display_name, example=self.default_image_model))
+            return self.request(f'/{path}:predict', {'instances': [{'prompt': prompt}], 'parameters': {
+                'sampleCount': 1, 'aspectRatio': IMAGEN_ASPECTS.get(aspect, '3:4')}})
+        parts = [{'text': prompt}]
+        if source is not None:
+            parts.append({'inlineData': {'mimeType': source.mime, 'data': source.data_url().partition(',')[2]}})
+        return self.request(f'/{path}:generateContent', {'contents': [{'role': 'user', 'parts': parts}],
+                                                         'generationConfig': {'responseModalities': ['TEXT', 'IMAGE'],
+                                                                              'imageConfig': {'aspectRatio': aspect}}})
+
+    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+        if 'predictions' in data or is_imagen(model):
+            return self.imagen_answer(data, model)
+        if data.get('error'):
+            raise self.error_of(data['error'], model)
+        if reason := (data.get('promptFeedback') or {}).get('blockReason'):
+            raise PromptBlocked(_('Google refused to make the image ({reason}).').format(reason=reason_words(reason)),
+                                provider_message=said((data.get('promptFeedback') or {}).get('blockReasonMessage')))
+        model = data.get('modelVersion') if isinstance(data.get('modelVersion'), str) and data.get('modelVersion') \
+            else model
+        image, text, finish, finish_message = None, [], '', ''
+        for candidate in data.get('candidates') or ():
+            finish = candidate.get('finishReason') or finish
+            finish_message = candidate.get('finishMessage') or finish_message
+            if finish in BLOCKING_FINISH:
+                raise ResultBlocked(_('Google stopped the image ({reason}).').format(reason=reason_words(finish)),
+                                    provider_message=said(finish_message))
+            for part in (candidate.get('content') or {}).get('parts') or ():
+                if part.get('thought'):  # the model's thinking, and its draft images: not the answer
+                    continue
+                if isinstance(part.get('text'), str):
+                    text.append(part['text'])
+                inline = part.get('inlineData') or part.get('inline_data')
+                if inline and inline.get('data'):
+                    image = inline['data']  # the last one: the finished image
+        text = ''.join(text)
+        if image is None:
+            why = _('Google said why: {reason}.').format(reason=reason_words(finish)) if finish not in (
+                '', 'STOP', 'FINISH_REASON_UNSPECIFIED') else ''
+            raise no_image(self.display_name, model, text or finish_message, why)
+        u = data.get('usageMetadata') if isinstance(data.get('usageMetadata'), dict) else {}
+        made, thoughts = count(u.get('candidatesTokenCount')), count(u.get('thoughtsTokenCount'))
+        usage = Usage(count(u.get('promptTokenCount')), None if made is None else made + (thoughts or 0), thoughts)
+        return ImageResult(image_from_base64(image, self.display_name), model, usage, text=said(text, 2000))
+
+    def imagen_answer(self, data: dict, model: str) -> ImageResult:
+        """The image in Imagen's answer to :predict, or the reason its filter gave for none."""
+        if data.get('error'):
+            raise self.error_of(data['error'], model)
+        reason = ''
+        for prediction in data.get('predictions') or ():
+            if prediction.get('bytesBase64Encoded'):
+                return ImageResult(image_from_base64(prediction['bytesBase64Encoded'], self.display_name), model,
+                                   revised_prompt=said(prediction.get('prompt'), 2000))
+            reason = prediction.get('raiFilteredReason') or reason
+        if reason:
+            raise ResultBlocked(_('Google filtered the image out for safety.'), provider_message=said(reason))
+        raise no_image(self.display_name, model, why=_('Google sent no reason; its safety filter may have removed '
+                                                       'the image.'))
+
+    # }}}
 
     def error_of(self, error: dict, model: str) -> ProviderError:
         """The ProviderError for an error Gemini reports inside a stream."""

@@ -7,21 +7,31 @@ OpenRouter, GitHub models and xAI's Grok. The first three also make embeddings
 OpenRouter chooses a model as calibre 9.17 does (openrouter_choice(); "auto" is
 OpenRouter's own openrouter/auto), and sends the models after the first one chosen as
 OpenRouter's fallbacks (the request's `models`). Its catalogue says more of each model
-(description, moderation, prices of each kind), for the model chooser (gui/model_chooser.py)."""
+(description, moderation, prices of each kind), for the model chooser (gui/model_chooser.py).
+
+Images (covers): an OpenAI-compatible server through OpenAI's /images/generations (as
+LocalAI and stable-diffusion.cpp's server speak it: a "WxH" size, base64 asked for); xAI
+through its images API (/images/generations and, with a JSON body, /images/edits:
+docs.x.ai); OpenRouter through chat completions with `modalities` (the image comes back as
+a data: URL in the message's `images`: openrouter.ai/docs, image generation)."""
 
 import re
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import cached_property
 
+from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import NotConfigured, ProviderError, ResultBlocked, error_for_status
+from calibre_plugins.bookai.core.images import (Image, ImageAddress, ImageResult, image_from_base64, images_api_result,
+                                               no_image, said)
 from calibre_plugins.bookai.core.messages import Cost, Message, ReasoningDelta, Role, TextDelta, Usage
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, redacted_errors
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.options import Option, parse_headers
+from calibre_plugins.bookai.providers.pricing import count
 from calibre_plugins.bookai.providers.streaming import StreamState, json_of
 
 load_translations()
@@ -148,7 +158,7 @@ class OpenAICompatible(OpenAIChat):
     display_name = _('OpenAI compatible')
     description = _('Any server that speaks the OpenAI chat API: local ones such as llama.cpp, vLLM, LocalAI, '
                     'Jan and KoboldCpp, or services such as Mistral, DeepSeek, Groq and Venice AI.')
-    capabilities = OpenAIChat.capabilities | Capability.EMBEDDINGS
+    capabilities = OpenAIChat.capabilities | Capability.EMBEDDINGS | Capability.IMAGE_GENERATION
     needs_key = False
     key_optional = True
     default_read_timeout = 600.0  # usually a local server, and local models can be slow
@@ -169,6 +179,31 @@ class OpenAICompatible(OpenAIChat):
 
     def extra_headers(self) -> dict[str, str]:
         return dict(parse_headers(self.option('headers') or ()))
+
+    # images {{{
+
+    def image_model(self, cancel: CancelToken | None = None) -> str:
+        """The image model as set; '' (none is sent) when it is not: a server such as
+        stable-diffusion.cpp's makes images with the one model it has loaded."""
+        return (self.option('image_model') or '').strip()
+
+    def image_request(self, prompt: str, model: str, aspect: str, source: Image | None = None) -> Request:
+        payload = {'prompt': prompt, 'n': 1, 'size': LOCAL_IMAGE_SIZES.get(aspect, '512x512'),
+                   'response_format': 'b64_json'}
+        if model:
+            payload['model'] = model
+        return self.request('/images/generations', payload)
+
+    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+        return images_api_result(data, self.display_name, model)
+
+    # }}}
+
+
+# sizes a local server makes quickly (Stable Diffusion's 512 pixels a side, the long side 768),
+# by aspect; each side a multiple of 64, as stable-diffusion.cpp's server rounds them up to (9:16
+# is 448x768, the nearest such)
+LOCAL_IMAGE_SIZES = {'2:3': '512x768', '3:4': '576x768', '1:1': '512x512', '9:16': '448x768', '4:3': '768x576'}
 
 
 class LMStudio(OpenAIChat):
@@ -284,8 +319,10 @@ class OpenRouter(OpenAIChat):
                     'Reports the cost of every answer.')
     default_base_url = 'https://openrouter.ai/api/v1'
     remote_service = True
-    capabilities = OpenAIChat.capabilities | Capability.EMBEDDINGS
+    capabilities = (OpenAIChat.capabilities | Capability.EMBEDDINGS | Capability.IMAGE_GENERATION
+                    | Capability.IMAGE_EDITING)
     default_embedding_model = 'openai/text-embedding-3-small'
+    default_image_model = 'google/gemini-2.5-flash-image'
     has_model_chooser = True  # the settings offer gui/model_chooser.py for its catalogue
     options = (
         Option('model_strategy', _('Models to use'), 'choice', 'free_or_paid', choices=(
@@ -301,6 +338,7 @@ class OpenRouter(OpenAIChat):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fallbacks = {}  # model id: the models OpenRouter is to fall back to, as chosen with it
+        self._image_models: dict[str, Model] | None = None
 
     @classmethod
     def all_options(cls) -> tuple[Option, ...]:
@@ -344,6 +382,73 @@ class OpenRouter(OpenAIChat):
 
     def embed_request(self, texts: list[str], model: str) -> Request:
         return self.request('/embeddings', self.with_routing({'model': model, 'input': list(texts)}))
+
+    # images {{{
+
+    def image_models(self, cancel: CancelToken | None = None) -> dict[str, Model]:
+        """OpenRouter's models that make images, by id (its catalogue filtered by output
+        modalities, which the plain list leaves the image-only ones out of); asked once."""
+        if self._image_models is None:
+            data = self.json_answer(self.request('/models?output_modalities=image'), '', cancel or CancelToken(),
+                                    _('{provider} sent a model list that could not be read.'))
+            items = data.get('data') if isinstance(data, dict) else None
+            listed = self.parse_models({'data': items[:limits.MAX_MODELS] if isinstance(items, list) else []})
+            self._image_models = {m.id: m for m in listed}
+        return self._image_models
+
+    @redacted_errors
+    def generate_image(self, prompt: str, aspect: str = '2:3', source: Image | None = None, model: str = '',
+                       cancel: CancelToken | None = None) -> ImageResult:
+        """As every provider's (base.py); the catalogue of image models is asked for first (with
+        the same Stop), to know whether the model also writes text: one that makes only images
+        must be asked for images alone (modalities ["image"]). Without it, both are asked for."""
+        cancel = cancel or CancelToken()
+        if not self.missing_setup():
+            try:
+                self.image_models(cancel)
+            except ProviderError:
+                self._image_models = {}
+        return super().generate_image(prompt, aspect, source, model, cancel)
+
+    def image_request(self, prompt: str, model: str, aspect: str, source: Image | None = None) -> Request:
+        content = prompt if source is None else [
+            {'type': 'text', 'text': prompt}, {'type': 'image_url', 'image_url': {'url': source.data_url()}}]
+        listed = (self._image_models or {}).get(model)
+        modalities = ['image'] if listed is not None and listed.output_modalities and (
+            'text' not in listed.output_modalities) else ['image', 'text']
+        return self.request('/chat/completions', self.with_routing({
+            'model': model, 'messages': [{'role': 'user', 'content': content}], 'stream': False,
+            'modalities': modalities, 'image_config': {'aspect_ratio': aspect}, 'usage': {'include': True}}))
+
+    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+        if data.get('error'):  # an error met after the request was accepted comes in the body
+            raise self.stream_error(data['error'], model)
+        usage = Usage()
+        if isinstance(data.get('usage'), dict):  # the counts checked: the image matters more than its usage
+            u = data['usage']
+            cost = u.get('cost') if type(u.get('cost')) in (int, float) and 0 <= u['cost'] < 1e6 else None
+            usage = Usage(count(u.get('prompt_tokens')), count(u.get('completion_tokens')),
+                          cost=None if cost is None else Cost(float(cost), 'USD', 'reported'))
+        model = data.get('model') if isinstance(data.get('model'), str) and data.get('model') else model
+        text = ''
+        for choice in data.get('choices') or ():
+            if choice.get('error'):
+                raise self.stream_error(choice['error'], model)
+            message = choice.get('message') or {}
+            if isinstance(message.get('content'), str):
+                text += message['content']
+            for image in message.get('images') or ():
+                url = (image.get('image_url') or {}).get('url')
+                if isinstance(url, str) and url and not url.startswith('data:'):
+                    raise ImageAddress(url, usage, text=said(text, 2000))
+                if url:
+                    return ImageResult(image_from_base64(url, self.display_name), model, usage, text=said(text, 2000))
+            if choice.get('finish_reason') == 'content_filter':
+                raise ResultBlocked(_('{provider} blocked the image.').format(provider=self.display_name),
+                                    provider_message=said(text))
+        raise no_image(self.display_name, model, text)
+
+    # }}}
 
     @staticmethod
     def usage_of(usage: dict) -> Usage:
@@ -409,6 +514,8 @@ class Grok(OpenAIChat):
     description = _("xAI's Grok models.")
     default_base_url = 'https://api.x.ai/v1'
     remote_service = True
+    capabilities = OpenAIChat.capabilities | Capability.IMAGE_GENERATION | Capability.IMAGE_EDITING
+    default_image_model = 'grok-imagine-image'  # xAI's own examples' model, $0.02 an image
     tier_patterns = (('high', r'grok-\d[\w.-]*'), ('medium', r'grok-\d[\w.-]*-fast[\w-]*'),
                      ('low', r'grok-\d[\w.-]*-mini[\w-]*'))
 
@@ -417,4 +524,24 @@ class Grok(OpenAIChat):
         if payload.get('reasoning_effort') == 'medium':  # Grok knows only low and high
             payload['reasoning_effort'] = 'high'
         return payload
+
+    # images {{{
+
+    def image_request(self, prompt: str, model: str, aspect: str, source: Image | None = None) -> Request:
+        payload = {'model': model, 'prompt': prompt, 'n': 1, 'response_format': 'b64_json'}
+        if source is None:
+            payload.update(aspect_ratio=aspect, resolution='1k')
+            return self.request('/images/generations', payload)
+        # xAI takes the image to change in JSON (not multipart, as OpenAI does): a data: URL
+        payload['image'] = {'url': source.data_url(), 'type': 'image_url'}
+        return self.request('/images/edits', payload)
+
+    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+        usage = Usage()
+        ticks = (data.get('usage') or {}).get('cost_in_usd_ticks') if isinstance(data.get('usage'), dict) else None
+        if type(ticks) in (int, float) and 0 <= ticks < 1e16:  # 10 billion ticks to the dollar
+            usage = Usage(cost=Cost(ticks / 1e10, 'USD', 'reported'))
+        return images_api_result(data, self.display_name, model, usage)
+
+    # }}}
 

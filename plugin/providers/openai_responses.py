@@ -1,13 +1,20 @@
 # License: GPLv3 Copyright: the Book AI developers
 """OpenAI, through its Responses API (as calibre's own OpenAI provider does); its
-embeddings through /embeddings (base.py)."""
+embeddings through /embeddings (base.py); its images (covers) through the images API:
+/images/generations to make one, /images/edits (multipart/form-data) to change one
+(platform.openai.com/docs/api-reference/images). The gpt-image models answer in base64
+and report their usage in tokens, which are priced as calibre prices them."""
 
+import math
 from collections.abc import Iterator
+from dataclasses import replace
 
 from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
+from calibre_plugins.bookai.core.images import Image, ImageResult, images_api_result
 from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
+from calibre_plugins.bookai.providers import pricing
 from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.options import Option
@@ -17,17 +24,46 @@ load_translations()
 
 EFFORTS = {'high': 'high', 'medium': 'medium', 'low': 'low', 'none': 'minimal'}
 
+# the sizes the image models make, (width, height); the nearest in shape is asked for
+GPT_IMAGE_SIZES = ((1024, 1024), (1024, 1536), (1536, 1024))
+DALL_E_3_SIZES = ((1024, 1024), (1024, 1792), (1792, 1024))
+DALL_E_2_SIZES = ((1024, 1024),)
+
+
+def nearest_size(aspect: str, sizes: tuple[tuple[int, int], ...]) -> str:
+    """The size ('WxH') of sizes whose shape is nearest to aspect (width:height)."""
+    try:
+        w, h = (float(x) for x in aspect.split(':'))
+        wanted = math.log(w / h)
+    except (ValueError, ZeroDivisionError):
+        wanted = 0.0
+    width, height = min(sizes, key=lambda s: abs(math.log(s[0] / s[1]) - wanted))
+    return f'{width}x{height}'
+
+
+def image_sizes(model: str) -> tuple[tuple[int, int], ...]:
+    """The sizes model makes: the gpt-image ones, unless it is a DALL-E."""
+    return DALL_E_3_SIZES if model.startswith('dall-e-3') else DALL_E_2_SIZES if model.startswith(
+        'dall-e-2') else GPT_IMAGE_SIZES
+
 
 class OpenAI(AIProviderPlugin):
 
     name = 'openai'
     display_name = 'OpenAI'
     description = _("OpenAI's GPT models.")
-    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH | Capability.EMBEDDINGS
+    capabilities = (Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH | Capability.EMBEDDINGS
+                    | Capability.IMAGE_GENERATION | Capability.IMAGE_EDITING)
     default_base_url = 'https://api.openai.com/v1'
     remote_service = True
     default_embedding_model = 'text-embedding-3-small'
-    options = (Option('web_search', _('Let the model search the web (costs extra)'), 'bool', False),)
+    default_image_model = 'gpt-image-1'  # as calibre 9.17 falls back to
+    options = (
+        Option('web_search', _('Let the model search the web (costs extra)'), 'bool', False),
+        Option('image_quality', _('Image quality'), 'choice', 'auto', choices=(
+            ('auto', _('Automatic')), ('low', _('Low')), ('medium', _('Medium')), ('high', _('High'))),
+            help=_('The quality of generated images. Higher quality images cost more and take longer to generate.')),
+    )
     # the newest GPT: plain for the most capable, mini balanced, nano fastest
     tier_patterns = (('high', r'gpt-\d+(\.\d+)?'), ('medium', r'gpt-\d+(\.\d+)?-mini'),
                      ('low', r'gpt-\d+(\.\d+)?-nano'))
@@ -105,3 +141,46 @@ class OpenAI(AIProviderPlugin):
 
     def parse_models(self, data: dict) -> list[Model]:
         return [Model(m['id'], '', float(m.get('created') or 0)) for m in data.get('data', ()) if m.get('id')]
+
+    # images {{{
+
+    def image_request(self, prompt: str, model: str, aspect: str, source: Image | None = None) -> Request:
+        size = nearest_size(aspect, image_sizes(model))
+        dall_e = model.startswith('dall-e')
+        quality = self.option('image_quality')
+        if source is not None:
+            fields = [('model', model), ('prompt', prompt), ('size', size), ('n', '1')]
+            if not dall_e and quality != 'auto':
+                fields.append(('quality', quality))
+            if dall_e:
+                fields.append(('response_format', 'b64_json'))
+            return self.multipart_request('/images/edits', fields, [
+                ('image' if model.startswith('dall-e-2') else 'image[]', f'image.{source.extension}', source.mime,
+                 source.data)])
+        payload = {'model': model, 'prompt': prompt, 'size': size, 'n': 1}
+        if dall_e:  # the DALL-E models answer with an address unless asked for base64; gpt-image always sends base64
+            payload['response_format'] = 'b64_json'
+        elif quality != 'auto':
+            payload['quality'] = quality
+        return self.request('/images/generations', payload)
+
+    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+        return images_api_result(data, self.display_name, model, image_usage(data.get('usage'), model))
+
+    # }}}
+
+
+def image_usage(usage: object, model: str) -> Usage:
+    """The usage the images API reports (input_tokens, with text_tokens and image_tokens in its
+    details, and output_tokens), with its cost estimated as calibre estimates it."""
+    if not isinstance(usage, dict):
+        return Usage()
+    details = usage.get('input_tokens_details') if isinstance(usage.get('input_tokens_details'), dict) else {}
+    counts = [v if type(v) is int and v >= 0 else None for v in (
+        usage.get('input_tokens'), usage.get('output_tokens'), details.get('text_tokens'), details.get('image_tokens'))]
+    input_tokens, output_tokens, text_tokens, image_tokens = counts
+    if text_tokens is None and image_tokens is None:
+        text_tokens = input_tokens
+    u = Usage(input_tokens, output_tokens)
+    cost = pricing.image_token_cost('openai', model, text_tokens, image_tokens, output_tokens)
+    return replace(u, cost=cost) if cost is not None else u

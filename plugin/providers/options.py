@@ -217,15 +217,26 @@ def embedding_option(default_model: str) -> Option:
         if default_model else _('Ranks book passages by meaning, when that is turned on. Empty: the chat model')))
 
 
+def image_model_option(default_model: str) -> Option:
+    """The image model of a provider that makes images (covers); default_model is used when it is
+    left empty."""
+    return Option('image_model', _('Image model'), 'text', '', help=(
+        _('Makes covers. Empty: {model}').format(model=default_model) if default_model
+        else _("Makes covers. Empty: the service's own default")))
+
+
 def declared_options(own: tuple[Option, ...], *, default_base_url: str, takes_key: bool, read_timeout: float,
-                     embeddings: bool, default_embedding_model: str = '') -> tuple[Option, ...]:
+                     embeddings: bool, default_embedding_model: str = '', images: bool = False,
+                     default_image_model: str = '') -> tuple[Option, ...]:
     """Every option of a provider, in the order its settings show them: those of its own
     options that fill in another (a server preset) first, then its address, its API key
     (when it takes one), common_options(), its embedding model (when it makes embeddings),
-    and the rest of its own."""
+    its image model (when it makes images), and the rest of its own."""
     url = (Option('base_url', _('Address (API root)'), 'url', default_base_url,
                   help=_('A local server, a proxy or a gateway that speaks this API')),)
     key = (Option('api_key', _('API key'), 'secret', ''),) if takes_key else ()
     embedding = (embedding_option(default_embedding_model),) if embeddings else ()
+    image = (image_model_option(default_image_model),) if images else ()
     fillers = tuple(o for o in own if o.fills)
-    return fillers + url + key + common_options(read_timeout) + embedding + tuple(o for o in own if not o.fills)
+    return (fillers + url + key + common_options(read_timeout) + embedding + image
+            + tuple(o for o in own if not o.fills))

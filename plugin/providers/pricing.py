@@ -50,3 +50,84 @@ def estimate(provider: str, model: str | None, usage: Usage) -> Cost | None:
         return None
     amount = (usage.input_tokens * prices[0] + usage.output_tokens * prices[1]) / 1_000_000
     return Cost(amount, 'USD', 'estimated', PRICE_DATE)
+
+
+# Images, as published on PRICE_DATE. Per image, by model and by the image's shape where the
+# price depends on it ('square' for 1:1, 'tall' for 2:3, 3:4 and 9:16, 'wide' for 4:3; '*' for
+# any): Imagen and xAI bill per image, whatever the prompt. Used when the service reports no
+# token usage for the image (and no cost); with token usage, IMAGE_TOKEN_PRICES counts.
+IMAGE_PRICES: dict[str, dict[str, dict[str, float]]] = {
+    'gemini': {  # ai.google.dev/gemini-api/docs/pricing
+        'imagen-4.0-generate': {'*': 0.04}, 'imagen-4.0-fast-generate': {'*': 0.02},
+        'imagen-4.0-ultra-generate': {'*': 0.06}, 'imagen-3.0-generate': {'*': 0.03},
+    },
+    'grok': {  # docs.x.ai: image generation, flat per image
+        'grok-imagine-image': {'*': 0.02}, 'grok-2-image': {'*': 0.07},
+    },
+}
+
+# (input text, input image, output image) USD per million tokens, for models that bill images as
+# tokens: OpenAI's gpt-image models (openai.com/api/pricing), Gemini's image models (whose input
+# images cost what their text does)
+IMAGE_TOKEN_PRICES: dict[str, dict[str, tuple[float, float, float]]] = {
+    'openai': {
+        'gpt-image-1': (5.00, 10.00, 40.00), 'gpt-image-1-mini': (2.00, 2.50, 8.00),
+        'gpt-image-1.5': (5.00, 8.00, 32.00),
+    },
+    'gemini': {
+        'gemini-2.5-flash-image': (0.30, 0.30, 30.00), 'gemini-3-pro-image': (2.00, 2.00, 120.00),
+        'gemini-3.1-flash-image': (0.50, 0.50, 60.00),
+    },
+}
+
+# what may follow a priced image model's id and still be the same model: a preview, a version
+# number (imagen-4.0-generate-001), a date
+SAME_IMAGE_MODEL_SUFFIX = re.compile(r'(-preview)?(-\d{3}|-\d{2}-\d{4}|-\d{4}-?\d{2}-?\d{2}|-latest)?')
+
+
+def image_table_entry(table: dict, model: str | None) -> object:
+    """The entry of a provider's image price table for model (the longest listed id it is, give
+    or take SAME_IMAGE_MODEL_SUFFIX); None when not listed."""
+    model = (model or '').lower().removeprefix('models/')
+    for name in sorted(table, key=len, reverse=True):
+        if model.startswith(name) and SAME_IMAGE_MODEL_SUFFIX.fullmatch(model[len(name):]):
+            return table[name]
+    return None
+
+
+def image_shape(aspect: str) -> str:
+    """'square', 'tall' or 'wide', for an aspect given as width:height."""
+    try:
+        w, h = (float(x) for x in aspect.split(':'))
+    except ValueError:
+        return 'square'
+    return 'square' if w == h else 'tall' if w < h else 'wide'
+
+
+def count(n: object) -> int | None:
+    """n as a count of tokens: a whole number from 0 (a service's JSON may hold anything); else None."""
+    return n if type(n) is int and 0 <= n < 10 ** 12 else None
+
+
+def image_token_cost(provider: str, model: str | None, text_tokens: int | None, image_tokens: int | None,
+                     output_tokens: int | None) -> Cost | None:
+    """The estimated Cost of an image billed as tokens (text and image tokens in, image tokens
+    out); None when the model's prices or the counts are not known."""
+    prices = image_table_entry(IMAGE_TOKEN_PRICES.get(provider, {}), model)
+    text_tokens, image_tokens, output_tokens = (count(n) for n in (text_tokens, image_tokens, output_tokens))
+    if prices is None or output_tokens is None or (text_tokens is None and image_tokens is None):
+        return None
+    amount = ((text_tokens or 0) * prices[0] + (image_tokens or 0) * prices[1] + output_tokens * prices[2]) / 1_000_000
+    return Cost(amount, 'USD', 'estimated', PRICE_DATE)
+
+
+def estimate_image(provider: str, model: str | None, usage: Usage, aspect: str) -> Cost | None:
+    """The estimated Cost of one image made by model, or None when its price is not known: from
+    its token usage (all input counted as text) when the model bills tokens, else per image."""
+    if image_table_entry(IMAGE_TOKEN_PRICES.get(provider, {}), model) is not None:
+        return image_token_cost(provider, model, usage.input_tokens, None, usage.output_tokens)
+    prices = image_table_entry(IMAGE_PRICES.get(provider, {}), model)
+    if not isinstance(prices, dict):
+        return None
+    price = prices.get(image_shape(aspect), prices.get('*'))
+    return None if price is None else Cost(float(price), 'USD', 'estimated', PRICE_DATE)

@@ -63,3 +63,20 @@ def chosen_provider() -> 'AIProviderPlugin | None':
     """The provider chosen in the settings, with the user's settings; None if none is chosen."""
     name = plugin_prefs()['provider']
     return get_provider(name) if name in PROVIDERS else None
+
+
+def image_provider_names() -> list[tuple[str, str]]:
+    """(id, name as shown) of the providers that can make images (covers), in the settings' order."""
+    from calibre_plugins.bookai.providers.base import Capability
+    return [(name, provider_class(name).display_name) for name in PROVIDERS
+            if provider_class(name).capabilities & Capability.IMAGE_GENERATION]
+
+
+def image_provider() -> 'AIProviderPlugin | None':
+    """The provider chosen in the settings to make covers, with the user's settings; None if
+    none is chosen, or the one chosen cannot make images."""
+    from calibre_plugins.bookai.providers.base import Capability
+    name = plugin_prefs()['image_provider']
+    if name not in PROVIDERS or not provider_class(name).capabilities & Capability.IMAGE_GENERATION:
+        return None
+    return get_provider(name)

@@ -27,18 +27,27 @@ from calibre mean the same here).
   newest); low is the one with the trait 'fastest', else the cheapest; medium is
   the one with the trait 'default', else low's.
 - When Venice reports no cost, it is estimated from the prices in the live list.
+- Images (covers), as calibre 9.17 makes them: Venice's own /image/generate (not its
+  OpenAI-compatible route), the model from the live list of image models
+  (/models?type=image: the one with the trait 'default', else the newest), asked for the
+  aspect ratio when the model lists the ones it takes (the nearest of them), else for a
+  width and height of at most 1,280 pixels; no watermark. The image's price is the list's.
+  Venice cannot change an image it is given.
 """
 
+import math
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import CancelToken
-from calibre_plugins.bookai.core.errors import ProviderError
+from calibre_plugins.bookai.core.errors import NotConfigured, ProviderError
+from calibre_plugins.bookai.core.images import Image, ImageResult, image_from_base64, no_image
 from calibre_plugins.bookai.core.messages import Chunk, Cost, Message, ReasoningDelta, TextDelta, Usage, WebLink
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import Capability
+from calibre_plugins.bookai.providers.base import Capability, redacted_errors
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.openai_chat import EFFORTS, OpenAIChat
 from calibre_plugins.bookai.providers.options import Option
@@ -132,6 +141,55 @@ def add_pages(links: list[WebLink], pages: Iterable[WebLink]) -> None:
             known.add(page.url)
 
 
+# sizes for the image models that take a width and a height (at most 1,280 pixels, multiples of
+# 8), by aspect: calibre 9.17's, and 2:3, a printed book's
+PIXEL_SIZES = {'2:3': (848, 1272), '3:4': (960, 1280), '1:1': (1024, 1024), '9:16': (720, 1280), '4:3': (1280, 960)}
+
+
+@dataclass(frozen=True)
+class ImageModel:
+    """What Venice's list says of one image model."""
+    id: str
+    created: float = 0.0
+    traits: tuple[str, ...] = ()
+    aspect_ratios: tuple[str, ...] = ()
+    price: float = 0.0  # US dollars an image, 0 when not given
+
+
+def image_model_of(entry: dict) -> ImageModel | None:
+    """An ImageModel from one entry of /models?type=image; None for one that is offline or not an image model."""
+    model_id = entry.get('id')
+    if not isinstance(model_id, str) or not model_id or entry.get('type') != 'image':
+        return None
+    spec = dict_of(entry.get('model_spec'))
+    if spec.get('offline') is True:
+        return None
+    pricing, constraints = dict_of(spec.get('pricing')), dict_of(spec.get('constraints'))
+    price = usd(pricing, 'generation')
+    if not price:  # newer models are priced by resolution: the default one's, as calibre reads it
+        resolutions = dict_of(pricing.get('resolutions'))
+        default = resolutions.get(constraints.get('defaultResolution')) or next(iter(resolutions.values()), None)
+        price = usd({'p': default}, 'p') if isinstance(default, dict) else 0.0
+    traits = tuple(t for t in list_of(spec.get('traits')) if isinstance(t, str) and len(t) <= LONGEST_TRAIT)
+    ratios = tuple(r for r in list_of(constraints.get('aspectRatios')) if isinstance(r, str) and len(r) <= 16)
+    created = entry.get('created')
+    return ImageModel(model_id, float(created) if type(created) in (int, float) and created > 0 else 0.0,
+                      traits[:MOST_TRAITS], ratios[:64], price)
+
+
+def nearest_aspect(aspect: str, choices: tuple[str, ...]) -> str | None:
+    """The one of choices (width:height) nearest in shape to aspect; None when none can be read."""
+    def log_ratio(a: str) -> float | None:
+        try:
+            w, h = (float(x) for x in a.split(':'))
+            return math.log(w / h)
+        except (ValueError, ZeroDivisionError):
+            return None
+    wanted = log_ratio(aspect)
+    known = [(abs(r - wanted), c) for c in choices if (r := log_ratio(c)) is not None] if wanted is not None else []
+    return min(known)[1] if known else None
+
+
 class Venice(OpenAIChat):
 
     name = 'venice'
@@ -140,13 +198,15 @@ class Venice(OpenAIChat):
                     'models. Needs an API key and credit.')
     default_base_url = 'https://api.venice.ai/api/v1'
     remote_service = True
-    capabilities = OpenAIChat.capabilities | Capability.WEB_SEARCH
-    options = (Option('web_search', _('Let the model search the web (costs extra)'), 'bool', False),)
+    capabilities = OpenAIChat.capabilities | Capability.WEB_SEARCH | Capability.IMAGE_GENERATION
+    options = (Option('web_search', _('Let the model search the web (costs extra)'), 'bool', False),
+               Option('safe_mode', _('Blur adult content in generated images'), 'bool', False))
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._listed: dict[str, Model] | None = None
         self._cancel: CancelToken | None = None  # the answer's, while one is asked for
+        self._image_models: dict[str, ImageModel] | None = None
 
     # the model list {{{
 
@@ -238,5 +298,66 @@ class Venice(OpenAIChat):
                 amount = (u.input_tokens * input_price(info) + u.output_tokens * output_price(info)) / 1_000_000
                 return replace(u, cost=Cost(amount, 'USD', 'estimated', time.strftime('%Y-%m-%d', time.gmtime())))
         return super().costed(state)
+
+    # }}}
+
+    # images {{{
+
+    def image_models(self, cancel: CancelToken | None = None) -> dict[str, ImageModel]:
+        """Venice's image models that are online, by id, as its live list gives them (asked once)."""
+        if self._image_models is None:
+            data = self.json_answer(self.request('/models?type=image'), '', cancel or CancelToken(),
+                                    _('{provider} sent a model list that could not be read.'))
+            items = dict_of(data).get('data') if isinstance(data, dict) else data
+            found = (image_model_of(e) for e in list_of(items)[:limits.MAX_MODELS] if isinstance(e, dict))
+            self._image_models = {m.id: m for m in found if m is not None}
+        return self._image_models
+
+    def image_model(self, cancel: CancelToken | None = None) -> str:
+        """The image model as set; else, as calibre chooses, the listed one with the trait 'default',
+        else the newest."""
+        configured = (self.option('image_model') or '').strip()
+        if configured:
+            return configured
+        models = list(self.image_models(cancel).values())
+        if not models:
+            raise NotConfigured(_('{provider} lists no model that makes images.').format(provider=self.display_name))
+        chosen = next((m for m in models if 'default' in m.traits), None) or max(models, key=lambda m: m.created)
+        return chosen.id
+
+    @redacted_errors
+    def generate_image(self, prompt: str, aspect: str = '2:3', source: Image | None = None, model: str = '',
+                       cancel: CancelToken | None = None) -> ImageResult:
+        """As every provider's (base.py); the list of image models is asked for first (with the
+        same Stop), for the shapes and the price of the model. When a model is set, the image is
+        asked for even if the list cannot be had; when none is, the list must say which."""
+        cancel = cancel or CancelToken()
+        if source is None and not self.missing_setup():
+            try:
+                self.image_models(cancel)
+            except ProviderError:
+                if not (model or (self.option('image_model') or '').strip()):
+                    raise
+                self._image_models = {}  # the list only adds the shapes and the price
+        return super().generate_image(prompt, aspect, source, model, cancel)
+
+    def image_request(self, prompt: str, model: str, aspect: str, source: Image | None = None) -> Request:
+        payload = {'model': model, 'prompt': prompt, 'format': 'png', 'hide_watermark': True,
+                   'safe_mode': bool(self.option('safe_mode'))}
+        info = (self._image_models or {}).get(model)
+        ratio = nearest_aspect(aspect, info.aspect_ratios) if info is not None else None
+        if ratio:
+            payload['aspect_ratio'] = ratio
+        else:
+            payload['width'], payload['height'] = PIXEL_SIZES.get(aspect, PIXEL_SIZES['1:1'])
+        return self.request('/image/generate', payload)
+
+    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+        for b64 in data.get('images') or ():
+            info = (self._image_models or {}).get(model)
+            usage = Usage(cost=Cost(info.price, 'USD', 'estimated', time.strftime('%Y-%m-%d', time.gmtime()))) \
+                if info is not None and info.price else Usage()
+            return ImageResult(image_from_base64(b64, self.display_name), model, usage)
+        raise no_image(self.display_name, model)
 
     # }}}

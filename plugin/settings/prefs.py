@@ -221,6 +221,19 @@ DEFAULTS = {
     # the model chooser's filters and sort as last left (gui/model_chooser.py): only_free,
     # only_unmoderated (bools), sort (a key of its SORTS)
     'model_chooser': {},
+    # AI covers (covers/): the provider that makes images, chosen apart from the one answers come
+    # from ('' until the reader chooses one), and the choices the cover windows remember
+    'image_provider': '',
+    'cover_style': 'pulp',     # the style last chosen: a key of covers/styles.py, or a saved style's
+    'cover_styles': [],        # the reader's own styles: [{name, human_name, template}]
+    'cover_text': {'title': True, 'authors': True, 'series': True},  # rendered on the cover
+    # calibre templates for that text ('' for the field as it is)
+    'cover_templates': {'title': '', 'authors': '', 'series': ''},
+    'cover_instructions': '',  # added to every cover's prompt
+    'cover_description': False,  # the book's description sent as context (off, as calibre)
+    'cover_aspect': '3:4',     # width:height, as calibre's default
+    'cover_requests_at_once': 3,  # the bulk job's requests at once (1 to 8)
+    'cover_undo_days': 30,     # how long a replaced cover is kept for Undo
 }
 
 
@@ -243,4 +256,7 @@ PREF_KINDS.update({
     'book_custom_fields': dict_of(list_of(text)),
     'book_scopes': dict_of(text),
     'book_text_consent': list_of(text),
+    'cover_styles': list_of(a_dict),
+    'cover_text': dict_of(same_kind(True)),
+    'cover_templates': dict_of(text),
 })

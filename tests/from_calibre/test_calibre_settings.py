@@ -110,7 +110,17 @@ def test_calibres_settings_are_listed_then_carried_over_and_the_keys_work(
         assert providers['anthropic'] == {'base_url': f'{aimock.base_url}/v1', 'model': 'claude-from-calibre',
                                           'model_tier': 'low', 'reasoning_effort': 'high', 'web_search': False}
         assert providers['openai'] == {'model_tier': 'high', 'model': 'gpt-5', 'reasoning_effort': 'medium',
-                                       'web_search': True}
+                                       'web_search': True, 'image_model': 'gpt-image-1-mini', 'image_quality': 'auto'}
+        # AI covers: the provider of images, and the cover window's choices, as calibre's own code saved them
+        assert saved['image_provider'] == 'openai'
+        assert saved['cover_aspect'] == '2:3' and saved['cover_style'] == 'noir'
+        assert saved['cover_text'] == {'title': True, 'authors': False, 'series': True}
+        assert saved['cover_templates'] == {'title': '{title:uppercase()}', 'authors': '',
+                                            'series': '{series} #{series_index}'}
+        assert saved['cover_description'] is True and saved['cover_instructions'] == 'No people on the cover.'
+        assert saved['cover_styles'] == [{'name': 'custom_woodcut', 'human_name': 'Woodcut',
+                                          'template': 'A black and white woodcut print, bold lines.'}]
+        assert 'image_model' not in providers['gemini'] and 'image_model' not in providers['grok']  # 'auto', ''
         assert providers['gemini'] == {'model_tier': 'medium', 'reasoning_effort': 'none', 'web_search': False}
         assert providers['openrouter'] == {'model_strategy': 'free', 'reasoning_effort': 'low',
                                            'deny_data_collection': True,
@@ -119,7 +129,7 @@ def test_calibres_settings_are_listed_then_carried_over_and_the_keys_work(
                                        'base_url': 'http://localhost:11434',
                                        'headers': [['Authorization', 'Basic b2xsYW1h']]}
         assert providers['venice'] == {'model_tier': 'high', 'reasoning_effort': 'low', 'web_search': True,
-                                       'model': 'venice-uncensored'}
+                                       'model': 'venice-uncensored', 'safe_mode': True}
         assert 'web_search' not in providers['grok']  # Book AI's Grok has none: said, not carried
         assert "Book AI's xAI Grok has no web search" in r.stdout
     else:

@@ -51,12 +51,12 @@ def test_the_offer_lists_what_was_found_and_carries_only_the_sections_ticked(qap
     qapp.processEvents()
     tops = {d.tree.topLevelItem(i).text(0) for i in range(d.tree.topLevelItemCount())}
     assert {'OpenAI compatible', 'Anthropic', 'OpenAI', 'Google Gemini', 'OpenRouter', 'Ollama', 'xAI Grok',
-            'Venice AI', 'Answers', 'Library', 'E-book viewer'} <= tops, tops
+            'Venice AI', 'Answers', 'Library', 'E-book viewer', 'AI covers'} <= tops, tops
     assert 'asked once' in d.intro.text()
     grok = next(d.tree.topLevelItem(i) for i in range(d.tree.topLevelItemCount())
                 if d.tree.topLevelItem(i).text(0) == 'xAI Grok')
     said = [grok.child(i).text(2) for i in range(grok.childCount())]
-    assert any('has no web search' in s for s in said) and any('AI covers' in s for s in said)
+    assert any('has no web search' in s for s in said) and any("service's own settings" in s for s in said)
     shot = artifacts / 'import-offer.png'
     assert d.grab().save(str(shot))
     shutil.copy(shot, PROJECT / 'docs' / 'screenshots' / 'import-offer.png')

@@ -20,7 +20,7 @@ from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import secret_store
 from helpers.books import quick_start_epub
 
-TABS = ('provider', 'library-actions', 'reading', 'book-fields', 'sent-to-the-ai', 'save-to-book')
+TABS = ('provider', 'library-actions', 'reading', 'book-fields', 'sent-to-the-ai', 'save-to-book', 'covers')
 BUILTIN = [a.name for a in library_actions_builtin()]
 VIEWER_BUILTIN = [a.name for a in viewer_actions_builtin()]
 HIGHLIGHT_STYLES = ['color-yellow', 'color-green', 'color-blue', 'color-red', 'color-purple', 'decoration-wavy',
@@ -93,8 +93,9 @@ def test_every_tab_renders(qapp, artifacts, saved_prefs):
     d = shown(qapp, SettingsDialog())
     assert d.windowTitle() == 'Book AI settings'
     assert d.minimumSizeHint().width() <= 720  # nothing forces the dialog wider
-    assert (d.width(), d.height()) == (720, 560)
     w = d.settings
+    assert (d.width(), d.height()) == (800, 560)
+    assert not any(b.isVisible() for b in w.tabs.tabBar().findChildren(QAbstractButton))  # every tab's name shown
     assert w.tabs.count() == len(TABS)
     for i, tab in enumerate(TABS):
         w.tabs.setCurrentIndex(i)
@@ -575,3 +576,90 @@ def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
     shoot(qapp, d, artifacts / 'settings-forgotten.png')
     d.reject()
     assert secret_store().get('openai', 'api_key') == ''
+
+
+def test_covers_tab(qapp, saved_prefs, artifacts):
+    """The image provider (only those that make images, apart from the one that answers), the
+    reader's own styles, the templates (with calibre's template editor), the extra instructions,
+    the requests at once and the days covers are kept for Undo: shown, edited, saved, read back."""
+    import shutil
+
+    from calibre_plugins.bookai.covers.styles import saved_styles
+    from calibre_plugins.bookai.providers.base import Capability
+    from calibre_plugins.bookai.providers.registry import provider_class
+    from helpers.project import PROJECT
+    saved_prefs['provider'] = 'ollama'
+    saved_prefs['image_provider'] = ''
+    saved_prefs['providers'] = dict(saved_prefs['providers'], openai_compatible={'base_url': 'http://127.0.0.1:7860/v1'})
+    saved_prefs['cover_styles'] = [{'name': 'custom_ink', 'human_name': 'Ink', 'template': 'Pen and ink.'},
+                                   {'name': 'pulp', 'human_name': 'Not calibre\'s', 'template': 'taken key'}]
+    d = shown(qapp, SettingsDialog(tab='covers'))
+    w = d.settings
+    assert w.tabs.currentIndex() == TABS.index('covers') and w.tabs.tabText(w.tabs.currentIndex()) == 'Cover art&work'
+    offered = [w.image_box.itemData(i) for i in range(w.image_box.count())]
+    assert offered[0] == '' and set(offered[1:]) == {
+        name for name in PROVIDERS if provider_class(name).capabilities & Capability.IMAGE_GENERATION}
+    assert {'openai', 'gemini', 'grok', 'openai_compatible'} <= set(offered) and 'ollama' not in offered
+    assert w.image_box.currentData() == '' and 'Nothing is sent' in w.image_state.text()
+    assert not w.image_settings_button.isEnabled()
+    assert [w.styles_list.item(i).text() for i in range(w.styles_list.count())] == ['Ink']
+    w.image_box.setCurrentIndex(w.image_box.findData('openai_compatible'))
+    assert 'OpenAI compatible is ready.' in w.image_state.text() and 'Provider tab' in w.image_state.text()
+
+    def add(editor):
+        editor.accept()  # empty: refused, said
+        assert editor.isVisible() and 'name' in editor.error.text()
+        editor.name_edit.setText('Linocut')
+        editor.template_edit.setPlainText('A bold two-colour linocut print.')
+        editor.accept()
+    click_through(qapp, w.add_style_button, add)
+    w.styles_list.item(0).setSelected(True)  # Ink
+    w.delete_style_button.click()
+
+    def template(editor):
+        editor.textbox.setPlainText('{title:uppercase()}')
+        editor.accept()
+    click_through(qapp, w.template_buttons['title'], template)
+    assert w.template_edits['title'].text() == '{title:uppercase()}'
+    w.template_edits['series'].setText('{series} #{series_index}')
+    w.cover_instructions.setPlainText('No text but the title.')
+    w.at_once_box.setValue(6)
+    w.undo_days_box.setValue(7)
+    d.resize(800, 680)  # the whole tab, for the README
+    shoot(qapp, d, artifacts / 'settings-covers.png')
+    (PROJECT / 'docs' / 'screenshots').mkdir(parents=True, exist_ok=True)
+    shutil.copy(artifacts / 'settings-covers.png', PROJECT / 'docs' / 'screenshots' / 'settings-covers.png')
+    d.accept()
+    assert d.result() == QDialog.DialogCode.Accepted
+    assert saved_prefs['provider'] == 'ollama' and saved_prefs['image_provider'] == 'openai_compatible'
+    assert [(s.human_name, s.template) for s in saved_styles()] == [('Linocut', 'A bold two-colour linocut print.')]
+    assert saved_styles()[0].name == 'custom_linocut'
+    assert saved_prefs['cover_templates'] == {'title': '{title:uppercase()}', 'authors': '',
+                                              'series': '{series} #{series_index}'}
+    assert saved_prefs['cover_instructions'] == 'No text but the title.'
+    assert (saved_prefs['cover_requests_at_once'], saved_prefs['cover_undo_days']) == (6, 7)
+    again = SettingsWidget()
+    assert again.image_box.currentData() == 'openai_compatible' and again.at_once_box.value() == 6
+    assert again.template_edits['series'].text() == '{series} #{series_index}'
+
+
+def test_the_image_providers_own_settings(qapp, saved_prefs):
+    """Its settings…: the image provider's settings of the Provider tab, saved on OK, shown saved there."""
+    saved_prefs['provider'] = 'grok'
+    saved_prefs['image_provider'] = 'grok'
+    d = shown(qapp, SettingsDialog(tab='covers'))
+    w = d.settings
+    assert 'needs setting up' in w.image_state.text()
+
+    def fill(editor):
+        cw = editor.config
+        cw.editors['api_key'].setText('xai-a-key-for-the-test-0123')
+        cw.editors['image_model'].setText('grok-2-image')
+        editor.accept()
+    click_through(qapp, w.image_settings_button, fill)
+    assert 'is ready' in w.image_state.text()
+    assert secret_store().get('grok', 'api_key') == 'xai-a-key-for-the-test-0123'
+    assert saved_prefs['providers']['grok']['image_model'] == 'grok-2-image'
+    assert w.config_widgets['grok'].values()['image_model'] == 'grok-2-image'  # the Provider tab shows it
+    d.accept()
+    assert saved_prefs['providers']['grok']['image_model'] == 'grok-2-image'

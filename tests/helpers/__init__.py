@@ -9,6 +9,7 @@ need goes here, or, when it is a fixture, into tests/conftest.py.
     project         where the project is, which host the suite runs on, build.py
     sandbox         a calibre config of the test's own, and calibre's programs run in it
     books           calibre's Quick Start Guide, EPUBs made by a test
+    images          a real PNG written by hand, an answer of OpenAI's images API carrying one
     library         a real calibre library of made-up books, indexed by calibre (Ask my library)
     calibre_gui     what Book AI's windows need of calibre's main window; waiting on Qt's events
     peers           llama-server and aimock (dev/peers.py makes them), started by a test

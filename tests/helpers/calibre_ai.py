@@ -29,7 +29,7 @@ PROVIDERS_9_17 = {
                   'model': 'claude-from-calibre', 'reasoning_strategy': 'high', 'allow_web_searches': False},
     'OpenAI': {'api_key': 'sk-openai-from-calibre-89', 'model_choice_strategy': 'high', 'text_model': 'gpt-5',
                'reasoning_strategy': 'medium', 'allow_web_searches': True, 'image_model_strategy': 'high',
-               'text_to_image_model': '', 'image_quality': 'auto'},
+               'text_to_image_model': 'gpt-image-1-mini', 'image_quality': 'auto'},
     'GoogleAI': {'api_key': 'AIza-from-calibre-0123', 'model_choice_strategy': 'medium', 'reasoning_strategy': 'none',
                  'allow_web_searches': False, 'image_model': 'auto'},
     'OpenRouter': {'api_key': 'sk-or-from-calibre-0123', 'model_choice_strategy': 'free-only',
@@ -60,6 +60,12 @@ LIBRARY_ACTIONS = {'disabled_default_actions': ['universe'], 'custom_actions': {
 VIEWER_ACTIONS = {'disabled_default_actions': ['grammar'], 'custom_actions': {
     'Simplify': {'disabled': False, 'title': 'Simplify', 'prompt_template': 'Say this more simply: {selected}'}}}
 STANDARD_FIELDS = ['formats', 'pubdate', 'series', 'tags']
+# calibre 9.17's AI covers window's choices, saved by its own functions (gui2/dialogs/llm_cover.py)
+COVER_CHOICES = {'aspect_ratio': '2:3', 'include_title': True, 'include_authors': False, 'include_series': True,
+                 'include_comments': True, 'last_style': 'noir', 'title_template': '{title:uppercase()}',
+                 'authors_template': '', 'series_template': '{series} #{series_index}',
+                 'extra_instructions': 'No people on the cover.'}
+COVER_STYLE = ('Woodcut', 'A black and white woodcut print, bold lines.')
 
 WRITE = '''
 import importlib.util, json, sys
@@ -85,6 +91,12 @@ gprefs.set('llm-book-allowed-standard-fields', json.loads({standard_fields!r}))
 from calibre.gui2.viewer.config import vprefs
 vprefs.set('llm_quick_actions', json.loads({viewer_actions!r}))
 vprefs.set('llm_highlight_style', 'yellow')
+if version == '9.17':  # AI covers (9.14 and later), saved as calibre's cover window saves them
+    from calibre.gui2.dialogs.llm_cover import add_custom_style, cover_prefs, save_cover_prefs
+    vals = cover_prefs()
+    vals.update(json.loads({cover_choices!r}))
+    save_cover_prefs(vals)
+    add_custom_style(*json.loads({cover_style!r}))
 '''
 
 
@@ -95,7 +107,8 @@ def write_with_calibre(sandbox, version: str) -> None:
     code = WRITE.format(version=version, providers=json.dumps(providers), chosen='OpenAI compatible',
                         prefs_8_16=str(FIXTURES / 'calibre_8_16_ai_prefs.py'),
                         library_actions=json.dumps(LIBRARY_ACTIONS), standard_fields=json.dumps(STANDARD_FIELDS),
-                        viewer_actions=json.dumps(VIEWER_ACTIONS))
+                        viewer_actions=json.dumps(VIEWER_ACTIONS), cover_choices=json.dumps(COVER_CHOICES),
+                        cover_style=json.dumps(COVER_STYLE))
     r = sandbox.debug(code)
     assert r.returncode == 0, r
 

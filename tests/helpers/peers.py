@@ -1,5 +1,5 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""Real LLM peers for the tests: llama.cpp's llama-server and aimock, started here.
+"""Real peers for the tests: llama-server, sd-server and aimock, started here.
 
 dev/peers.py makes them once per machine, in a folder the tests find through
 $BOOKAI_PEERS (dev/test.py sets it; inside a host's root it is /peers). Each
@@ -46,6 +46,15 @@ before a client disconnects, then `wait_log(r'stop: cancel task')`).
   error bodies). No Ollama /api/*. Bad key: 401; prompt over ctx: 400
   exceed_context_size_error before any stream byte; a client that disconnects
   mid-stream makes it cancel the generation (see its log).
+
+SdServer
+========
+`SdServer(steps=1, cfg=1.0, extra_args=())` runs stable-diffusion.cpp's image server,
+`sd-server -m models/sd1-random.gguf --listen-ip 127.0.0.1 --listen-port PORT -t 2
+--steps STEPS --cfg-scale CFG`, on a free port, and waits for `GET /v1/models`.
+OpenAI's POST /v1/images/generations (prompt, n, size "WxH"; b64_json PNGs only, no
+usage); random weights, so flat grey pictures; sides rounded up to multiples of 64;
+about 1 s per 64x64 image, 100 s per 512x768: tiny sizes only. See its class.
 
 AiMock
 ======
@@ -153,6 +162,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -498,3 +508,53 @@ class AiMock(_Peer):
     def raw(self, path: str, body: object, headers: dict | None = None, timeout: float = 30) -> tuple[int, dict, bytes]:
         """(status, headers, bytes): exactly what aimock answers to POST path with body."""
         return http('POST', self.base_url + path, body, headers, timeout)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (for servers that cannot take port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+class SdServer(_Peer):
+    """stable-diffusion.cpp's sd-server on 127.0.0.1 with the random SD 1.x model.
+
+    `SdServer(steps=1, cfg=1.0, extra_args=())` runs `sd-server -m models/sd1-random.gguf
+    --listen-ip 127.0.0.1 --listen-port PORT -t 2 --steps STEPS --cfg-scale CFG` on a free
+    port (it cannot take port 0), reads `listening on: 127.0.0.1:PORT` and waits for
+    `GET /v1/models` to answer 200. `.model` is the one model it lists, 'sd-cpp-local'.
+    Steps and cfg are the server's defaults for every request, so a client sends only what
+    a reader's would: POST /v1/images/generations {"prompt", "n", "size": "WxH"} answers
+    {"created", "data": [{"b64_json": PNG}], "output_format": "png"} (no URL, no usage;
+    model and response_format ignored; an empty prompt is a 400 {"error": "prompt
+    required"}). It rounds each side up to a multiple of 64 (its log says so) and makes
+    one image at a time. The model is random: flat grey pictures, real PNGs. On 2 cores
+    about 3 s to start and 2.2 GB resident; a 64x64 image about 1 s, 128x192 about 6 s,
+    512x768 about 100 s: ask for tiny sizes only.
+    """
+
+    name = 'sd-server'
+    listening = r'listening on: 127\.0\.0\.1:(\d+)'
+    model = 'sd-cpp-local'
+
+    def __init__(self, steps: int = 1, cfg: float = 1.0, extra_args: tuple | list = (), start: bool = True):
+        super().__init__()
+        self.binary = peer_path('bin/sd-server')
+        self.model_path = peer_path('models/sd1-random.gguf')
+        self.steps, self.cfg = steps, cfg
+        self.extra_args = list(extra_args)
+        if start:
+            self.start()
+
+    def _argv(self, port):
+        return [str(self.binary), '-m', str(self.model_path), '--listen-ip', '127.0.0.1',
+                '--listen-port', str(port or free_port()), '-t', '2', '--steps', str(self.steps),
+                '--cfg-scale', str(self.cfg), *self.extra_args]
+
+    def _ready(self):
+        try:
+            status, _, _ = http('GET', self.base_url + '/v1/models', timeout=5)
+        except OSError:
+            return False
+        return status == 200

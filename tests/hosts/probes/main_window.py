@@ -20,6 +20,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from main_window_start import no_usb_scan, run_main_window  # noqa: E402
 from report import Report, later, modal  # noqa: E402
 
 report = Report(started=False, probed=False)
@@ -453,37 +454,14 @@ def calibres_own_pauses():
     Main.shutdown = shutdown
 
 
-def no_usb_scan():
-    # A sandbox has no /sys/bus/usb: calibre's device scanner would print a
-    # traceback of its own on every start. There are no devices to find here.
-    from calibre.devices.scanner import DeviceScanner
-    DeviceScanner.scan = lambda self: setattr(self, 'devices', [])
-
-
 def main(library):
     no_usb_scan()
     keyboard_messages()
     calibres_own_pauses()
-    report.start()
-    from calibre.utils.config import dynamic
-    dynamic.set('welcome_wizard_was_run', True)
-    from qt.core import QTimer
-    from calibre.gui2 import main as gui_main
-    from calibre.gui2.ui import Main
-    original = Main.initialize
-
-    def initialize(self, *args, **kwargs):
-        ans = original(self, *args, **kwargs)
-        report['started'] = True
-        self.resize(1600, 800)
-        QTimer.singleShot(1500, lambda: probe(self))
-        return ans
-
-    Main.initialize = initialize
     # calibre's own check for updates of calibre and of its plugins: off where the process is to
     # make no connection of its own (calibre has this option, not a preference, for it)
     no_check = ['--no-update-check'] if os.environ.get('BOOKAI_PROBE_NO_UPDATE_CHECK') else []
-    report.finish(gui_main.main(['calibre', '--with-library', library] + no_check))
+    run_main_window(report, library, probe, no_check)
 
 
 main(sys.argv[-1])

@@ -1,0 +1,736 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""AI covers in calibre's main window: the Book AI menu's Generate cover…, Generate covers for the
+selected books…, Review generated covers… and Undo cover change.
+
+Imported only when one of them is chosen (action.py): a reader who never makes a cover never
+loads any of this.
+
+- One book: gui.cover_dialog.CoverDialog, then the cover chosen put on the book
+  (covers.library.replace_cover, the old one kept for Undo first) in a thread.
+- Many books: gui.cover_dialog.BulkCoverDialog for the choices, then ONE calibre job
+  (calibre.gui2.threaded_jobs.ThreadedJob, the same on calibre 6.13, 8.5 and 9.17) that builds
+  the prompts and runs covers.bulk.run_covers: its progress in the Jobs panel, Stop from there
+  (the job's abort Event stops the run's CancelToken). The covers are staged in Book AI's cache,
+  never written to the library by the job. When it ends, CoverReview shows each book's old cover
+  beside the new one; the reader keeps the ones they want, or applies all knowingly.
+- A run made for a library that is no longer open when it ends (or when its review is closed)
+  stays staged: the review says which library it is for, and Review generated covers… reopens it
+  once that library is open again. Nothing is ever applied to another library.
+- Undo cover change puts back what Book AI replaced (covers.library.undo_cover).
+
+The main window never waits: prompts are built, covers decoded and scaled, files read and
+covers written in threads; only small thumbnails are made into pixmaps on the GUI thread.
+"""
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from qt.core import (
+    QCheckBox, QDialog, QDialogButtonBox, QFrame, QGridLayout, QHBoxLayout, QImage, QLabel, QObject, QPixmap,
+    QPushButton, QScrollArea, QSize, Qt, QVBoxLayout, QWidget, pyqtSignal,
+)
+
+from calibre_plugins.bookai.core import limits
+from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.core.images import sniff
+from calibre_plugins.bookai.core.web_links import shown
+from calibre_plugins.bookai.covers.bulk import (
+    BookRequest, CoverOutcome, StagedRun, discard_run, new_staging_dir, run_covers, staged_runs,
+)
+from calibre_plugins.bookai.covers.library import BookGone, library_id_of, replace_cover, undo_cover
+from calibre_plugins.bookai.covers.prompt import CoverChoices, cover_prompt
+from calibre_plugins.bookai.covers.undo import CoverUndo, NotKept
+from calibre_plugins.bookai.gui.cover_dialog import (
+    BulkCoverDialog, CoverDialog, chosen_image_provider, cost_text, decoded, load_image_formats, provider_problem,
+    total_cost,
+)
+from calibre_plugins.bookai.gui.worker import run_in_thread
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
+
+if TYPE_CHECKING:
+    from calibre.gui2.threaded_jobs import ThreadedJob
+    from calibre.gui2.ui import Main
+
+    from calibre_plugins.bookai.providers.base import AIProviderPlugin
+
+load_translations()
+
+JOB_TYPE = 'bookai-covers'
+THUMB_SIDE = 180          # pixels a side of a cover as the review shows it (decoded so, in a thread)
+MAX_COVER_BYTES = limits.MAX_IMAGE_BYTES  # of a staged cover read back to be applied
+
+# what this session keeps alive: the jobs under way (and the staging folders they are filling), and
+# the review windows open
+jobs: set['ThreadedJob'] = set()
+filling: set[str] = set()
+reviews: list['CoverReview'] = []
+
+
+def reviewable(run: StagedRun) -> bool:
+    """Whether run's covers can be reviewed: it finished, or no job of this calibre is making it any
+    more (calibre was closed, or stopped, while it ran: what it made is kept for review, not lost in
+    the cache)."""
+    return run.finished or run.staging_dir not in filling
+
+
+# the library {{{
+
+def current_db(gui: 'Main') -> Any:
+    return gui.current_db.new_api
+
+
+def current_library_id(gui: 'Main') -> str:
+    return library_id_of(current_db(gui))
+
+
+def library_name(path: str) -> str:
+    """A library as the reader knows it: its folder's name."""
+    return os.path.basename(os.path.normpath(path)) if path else _('another library')
+
+
+def refresh_books(gui: 'Main', ids: Sequence[int]) -> None:
+    """Show the books' new covers in the book list, the cover grid, the cover browser and the book
+    details, as calibre does after it sets a cover."""
+    if not ids:
+        return
+    refresh_browser = getattr(gui, 'refresh_cover_browser', None)
+    if refresh_browser is not None:
+        refresh_browser()
+    view = getattr(gui, 'library_view', None)
+    current = getattr(gui, 'current_view', None)
+    if view is not None and (current is None or current() is view):
+        view.model().refresh_ids(list(ids), current_row=view.currentIndex().row())
+
+
+def settings_opener(gui: 'Main') -> Callable[[], None]:
+    def open_settings() -> None:
+        from calibre_plugins.bookai.gui.settings_dialog import show_settings
+        show_settings(gui, current_db(gui), tab='covers')
+    return open_settings
+
+
+def say(gui: 'Main', text: str, timeout: int = 10000) -> None:
+    """A message in calibre's status bar."""
+    bar = getattr(gui, 'status_bar', None)
+    if bar is not None:
+        bar.show_message(text, timeout)
+
+
+def error(gui: QWidget, title: str, text: str, det_msg: str = '') -> None:
+    from calibre.gui2 import error_dialog  # looked up when called, so that a test can stand in for it
+    error_dialog(gui, title, text, det_msg=det_msg, show=True)
+
+# }}}
+
+
+# putting covers on books {{{
+
+@dataclass
+class Applied:
+    done: list[int]
+    failed: list[tuple[int, str]]  # book id, why (in words)
+
+
+def put_covers(db: Any, library_id: str, items: Sequence[tuple[int, bytes | str]], undo: CoverUndo) -> Applied:
+    """Put each cover (its bytes, or the path of a staged one) on its book, the old kept for Undo
+    first. In a thread: it reads files and writes the library."""
+    try:
+        undo.prune(int(plugin_prefs()['cover_undo_days']))
+    except Exception:  # forgetting old covers is housekeeping: it never stops a cover being applied
+        pass
+    done, failed = [], []
+    for book_id, source in items:
+        try:
+            if isinstance(source, str):
+                with open(source, 'rb') as f:
+                    data = f.read(MAX_COVER_BYTES + 1)
+                if len(data) > MAX_COVER_BYTES:
+                    raise OSError(_('the staged cover is too large'))
+            else:
+                data = source
+            replace_cover(db, library_id, book_id, data, undo)
+            done.append(book_id)
+        except (BookGone, NotKept) as e:
+            failed.append((book_id, str(e)))
+        except OSError as e:
+            failed.append((book_id, _('The cover could not be written: {reason}').format(reason=e.strerror or e)))
+        except Exception as e:  # calibre could not store it: this book's failure, in words, the others go on
+            failed.append((book_id, _('The cover could not be written: {reason}').format(
+                reason=f'{type(e).__name__}: {e}')))
+    return Applied(done, failed)
+
+
+def apply_covers(gui: 'Main', library_id: str, items: Sequence[tuple[int, bytes | str]],
+                 then: Callable[[Applied], None] | None = None, titles: dict[int, str] | None = None,
+                 parent: QObject | None = None) -> bool:
+    """Put the covers on their books in a thread, then refresh calibre's views and say what failed.
+    False (and nothing done) when the library open is not library_id."""
+    db = current_db(gui)
+    if library_id_of(db) != library_id:
+        error(gui, _('Another library is open'), _(
+            'These covers are for another library: nothing was changed in this one.'))
+        return False
+    undo = CoverUndo()
+
+    def done(applied: Applied | None, exc: Exception | None) -> None:
+        if exc is not None or applied is None:
+            error(gui, _('Covers not applied'), _('The covers could not be applied: {error}').format(error=exc))
+            return
+        refresh_books(gui, applied.done)
+        if applied.done:
+            say(gui, ngettext('Book AI: the new cover was applied. Undo cover change puts the old one back.',
+                              'Book AI: {count} new covers were applied. Undo cover change puts the old ones back.',
+                              len(applied.done)).format(count=len(applied.done)))
+        if applied.failed:
+            names = titles or {}
+            error(gui, _('Some covers were not applied'), '<br>'.join(
+                escape(f'{shown(names.get(b, str(b)))}: {shown(why)}') for b, why in applied.failed))
+        if then is not None:
+            then(applied)
+
+    run_in_thread(lambda: put_covers(db, library_id, items, undo), done, parent or gui)
+    return True
+
+
+def current_book_id(gui: 'Main') -> int | None:
+    """The current book of the book list, else the first selected; None when there is none."""
+    view = gui.library_view
+    index = view.currentIndex()
+    if index.isValid():
+        try:
+            return int(view.model().id(index))
+        except Exception:
+            pass
+    ids = list(view.get_selected_ids())
+    return ids[0] if ids else None
+
+
+def generate_cover(gui: 'Main') -> None:
+    """A cover for the current book (CoverDialog); the cover chosen is put on the book."""
+    book_id = current_book_id(gui)
+    if book_id is None:
+        error(gui, _('Cannot generate covers'), _('No books selected'))
+        return
+    db = current_db(gui)
+    library_id = library_id_of(db)
+    mi = db.get_metadata(book_id)
+    d = CoverDialog(mi, book_id, library_id, gui, open_settings=settings_opener(gui))
+    try:
+        if d.exec() == QDialog.DialogCode.Accepted and d.cover_data is not None:
+            apply_covers(gui, library_id, [(book_id, d.cover_data)], titles={book_id: mi.title or ''})
+    finally:
+        d.deleteLater()
+
+# }}}
+
+
+# many books: the job {{{
+
+@dataclass
+class JobResult:
+    staging_dir: str
+    library_id: str
+    library_path: str
+    outcomes: list[CoverOutcome]
+    local: bool = False  # made on this computer: no cost
+
+
+def make_covers(db: Any, ids: Sequence[int], choices: CoverChoices, provider: 'AIProviderPlugin', at_once: int,
+                library_id: str, library_path: str, abort: threading.Event | None = None, log: Any = None,
+                notifications: Any = None) -> JobResult:
+    """The job's work, in calibre's job thread: the prompts (from the library, read now), then
+    covers.bulk.run_covers. calibre's Stop (abort) stops the run's CancelToken."""
+    cancel = CancelToken()
+    over = threading.Event()
+
+    def watch() -> None:
+        while not over.is_set():
+            if abort is not None and abort.wait(0.1):
+                cancel.cancel()
+                return
+            if abort is None:
+                over.wait(0.1)
+
+    threading.Thread(target=watch, daemon=True, name='BookAI-covers-stop').start()
+
+    def tell(fraction: float, text: str) -> None:
+        if notifications is not None:
+            notifications.put((fraction, text))
+
+    staging = ''
+    try:
+        requests = []
+        for book_id in ids:
+            if cancel.cancelled:
+                break
+            if not db.has_id(book_id):
+                continue
+            mi = db.get_metadata(book_id)
+            requests.append(BookRequest(book_id, mi.title or '', cover_prompt(mi, choices)))
+        staging = new_staging_dir()
+        filling.add(staging)
+        tell(0.0, ngettext('Making a cover', 'Making {count} covers', len(requests)).format(count=len(requests)))
+
+        def progress(done: int, total: int, outcome: CoverOutcome) -> None:
+            tell(done / max(1, total), _('{done} of {total}: {title}').format(done=done, total=total,
+                                                                              title=shown(outcome.title)))
+            if log is not None:
+                if outcome.status == 'made':
+                    log(f'Made: {outcome.title} ({outcome.model})')
+                elif outcome.status == 'failed':
+                    log(f'Failed: {outcome.title}: {outcome.error}')
+
+        outcomes = run_covers(requests, provider, choices.aspect, at_once, staging, cancel, progress,
+                              library_id=library_id, library_path=library_path)
+        return JobResult(staging, library_id, library_path, outcomes, provider.is_local)
+    finally:
+        over.set()
+        filling.discard(staging)
+
+
+def generate_covers(gui: 'Main', ids: Sequence[int]) -> 'ThreadedJob | None':
+    """Covers for the books ids: the choices once (BulkCoverDialog), then one calibre job."""
+    ids = list(ids)
+    if not ids:
+        error(gui, _('Cannot generate covers'), _('No books selected'))
+        return None
+    db = current_db(gui)
+    sample = db.get_metadata(ids[0])
+    d = BulkCoverDialog(len(ids), gui, sample=sample, open_settings=settings_opener(gui))
+    try:
+        if d.exec() != QDialog.DialogCode.Accepted or d.result_choices is None:
+            return None
+        choices = d.result_choices
+    finally:
+        d.deleteLater()
+    provider = chosen_image_provider()
+    problem = provider_problem(provider)
+    if problem:
+        error(gui, _('No AI provider'), problem)
+        return None
+    return start_job(gui, ids, choices, provider)
+
+
+def start_job(gui: 'Main', ids: Sequence[int], choices: CoverChoices, provider: 'AIProviderPlugin') -> 'ThreadedJob':
+    """The one job that makes the covers of ids, in calibre's Jobs panel."""
+    from calibre.gui2 import Dispatcher
+    from calibre.gui2.threaded_jobs import ThreadedJob
+    db = current_db(gui)
+    library_id = library_id_of(db)
+    library_path = str(getattr(gui.current_db, 'library_path', '') or '')
+    try:
+        at_once = max(1, min(8, int(plugin_prefs()['cover_requests_at_once'])))
+    except (TypeError, ValueError):
+        at_once = 3
+    description = ngettext('Book AI: a cover for {count} book', 'Book AI: covers for {count} books',
+                           len(ids)).format(count=len(ids))
+    job = ThreadedJob(JOB_TYPE, description, make_covers,
+                      (db, list(ids), choices, provider, at_once, library_id, library_path), {},
+                      Dispatcher(lambda job: job_done(gui, job)), max_concurrent_count=1, killable=True)
+    jobs.add(job)
+    gui.job_manager.run_threaded_job(job)
+    pointer = getattr(gui, 'jobs_pointer', None)
+    if pointer is not None:
+        pointer.start()
+    say(gui, ngettext('Book AI: making a cover for the selected book; it is shown for review when done.',
+                      'Book AI: making covers for {count} books; they are shown for review when done.',
+                      len(ids)).format(count=len(ids)), 3000)
+    return job
+
+
+def job_done(gui: 'Main', job: 'ThreadedJob') -> None:
+    """The job ended (finished, stopped or failed): review its covers, here or once their library is open."""
+    jobs.discard(job)
+    result: JobResult | None = getattr(job, 'result', None)
+    if not isinstance(result, JobResult):
+        if job.failed and not getattr(job, 'killed', False):
+            gui.job_exception(job, dialog_title=_('Covers could not be made'))
+        return
+    if not any(o.status in ('made', 'failed') for o in result.outcomes):
+        run_in_thread(lambda: discard_run(result.staging_dir), lambda r, e: None, gui)
+        say(gui, _('Book AI: stopped before any cover was made.'))
+        return
+    run = StagedRun(result.staging_dir, result.library_id, result.library_path, 0.0, True, result.outcomes)
+    if current_library_id(gui) == result.library_id:
+        open_review(gui, run, local=result.local)
+    else:
+        say(gui, ngettext(
+            'Book AI: the new cover is for the library {library}. It is kept: open that library, then choose '
+            'Book AI → Review generated covers….',
+            'Book AI: the {count} new covers are for the library {library}. They are kept: open that library, '
+            'then choose Book AI → Review generated covers….', len(run.made)).format(
+                count=len(run.made), library=library_name(result.library_path)), 0)
+
+# }}}
+
+
+# reviewing {{{
+
+def open_review(gui: 'Main', run: StagedRun, local: bool = False) -> 'CoverReview':
+    for w in reviews:  # a run has one review window
+        if w.run.staging_dir == run.staging_dir:
+            w.raise_()
+            return w
+    w = CoverReview(gui, run, local)
+    reviews.append(w)
+    w.destroyed.connect(lambda obj=None, w=w: reviews.remove(w) if w in reviews else None)
+    w.show()
+    w.raise_()
+    return w
+
+
+def review_covers(gui: 'Main') -> None:
+    """Review generated covers…: the runs staged for the library open (read in a thread), each in
+    its window; those of other libraries named."""
+    library_id = current_library_id(gui)
+
+    def found(runs: list[StagedRun] | None, exc: Exception | None) -> None:
+        runs = runs or []
+        here = [r for r in runs if r.library_id == library_id and reviewable(r)]
+        elsewhere = [r for r in runs if r.library_id != library_id]
+        for r in here:
+            open_review(gui, r)
+        if here:
+            return
+        from calibre.gui2 import info_dialog
+        if elsewhere:
+            names = sorted({library_name(r.library_path) for r in elsewhere})
+            info_dialog(gui, _('Review generated covers'), _(
+                'No new covers are waiting for this library. Some are waiting for: {libraries}. Open that library, '
+                'then choose Review generated covers… again.').format(libraries=', '.join(names)), show=True)
+        else:
+            info_dialog(gui, _('Review generated covers'), _('No new covers are waiting for review.'), show=True)
+
+    run_in_thread(staged_runs, found, gui)
+
+
+class ThumbRelay(QObject):
+    ready = pyqtSignal(int, str, object)  # book id, 'old' or 'new', QImage (null: none)
+
+
+def thumbnail(data: bytes | None) -> QImage:
+    """A cover as the review shows it, decoded at most THUMB_SIDE a side (in a thread)."""
+    if not data:
+        return QImage()
+    mime, size = sniff(data)
+    width, height = size if size else (0, 0)
+    return decoded(data, width, height, THUMB_SIDE)
+
+
+class CoverReview(QDialog):
+    """The covers of a run beside the books' covers: keep some, or all, or none. local: the covers
+    were made on this computer (their cost is none, not unknown)."""
+
+    def __init__(self, gui: 'Main', run: StagedRun, local: bool = False) -> None:
+        super().__init__(gui)
+        self.gui, self.run, self.local = gui, run, local
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.setWindowTitle(_('Review generated covers'))
+        self.boxes: dict[int, QCheckBox] = {}
+        self.thumbs: dict[tuple[int, str], QLabel] = {}
+        self.busy = False
+        self.stop_loading = threading.Event()
+        self.setup_ui()
+        self.load_thumbnails()
+        self.resize(self.sizeHint())
+
+    def sizeHint(self) -> QSize:
+        return QSize(760, 640)
+
+    def setup_ui(self) -> None:
+        run = self.run
+        made = run.made
+        failed = [o for o in run.outcomes if o.status == 'failed']
+        stopped = [o for o in run.outcomes if o.status == 'stopped']
+        layout = QVBoxLayout(self)
+        head = ngettext('A new cover was made for the library {library}.',
+                        '{count} new covers were made for the library {library}.', len(made)).format(
+            count=len(made), library=library_name(run.library_path) if run.library_path else run.library_id)
+        head += ' ' + _('Tick the ones to keep: no cover of a book is replaced until you apply it, and Undo cover '
+                        'change puts the old one back.')
+        self.header = QLabel(head, self)
+        self.header.setWordWrap(True)
+        self.header.setTextFormat(Qt.TextFormat.PlainText)
+        layout.addWidget(self.header)
+
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        inner = QWidget(scroll)
+        grid = QGridLayout(inner)
+        for col, text in enumerate((_('Book'), _('Current cover'), _('New cover'))):
+            label = QLabel(f'<b>{escape(text)}</b>', inner)
+            grid.addWidget(label, 0, col)
+        for row, o in enumerate(made, start=1):
+            box = QCheckBox(shown(o.title) or str(o.book_id), inner)
+            box.setChecked(True)
+            box.setToolTip(_('Model: {model}').format(model=shown(o.model)) if o.model else '')
+            box.toggled.connect(self.update_state)
+            self.boxes[o.book_id] = box
+            grid.addWidget(box, row, 0, Qt.AlignmentFlag.AlignTop)
+            for col, which in ((1, 'old'), (2, 'new')):
+                t = QLabel(_('Loading…'), inner)
+                t.setFixedSize(THUMB_SIDE, THUMB_SIDE)
+                t.setAlignment(Qt.AlignmentFlag.AlignCenter)
+                t.setFrameShape(QFrame.Shape.StyledPanel)
+                self.thumbs[(o.book_id, which)] = t
+                grid.addWidget(t, row, col)
+        grid.setColumnStretch(0, 1)
+        grid.setRowStretch(len(made) + 1, 1)
+        scroll.setWidget(inner)
+        layout.addWidget(scroll, 1)
+
+        lines = []
+        if failed:
+            lines.append('<b>' + escape(ngettext('Not made for {count} book:', 'Not made for {count} books:',
+                                                 len(failed)).format(count=len(failed))) + '</b>')
+            lines += [escape(f'{shown(o.title) or o.book_id}: {shown(o.error)}') for o in failed]
+        if stopped:
+            lines.append(escape(ngettext('Stopped before it was made: {count} book.',
+                                         'Stopped before they were made: {count} books.',
+                                         len(stopped)).format(count=len(stopped))))
+        costs = [o.cost for o in run.outcomes if o.status == 'made']
+        if costs:
+            lines.append(escape(_('Cost of the covers made: {cost}').format(cost=cost_text(total_cost(costs), self.local))))
+        self.failures = QLabel('<br>'.join(lines), self)
+        self.failures.setWordWrap(True)
+        self.failures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.failures.setVisible(bool(lines))
+        layout.addWidget(self.failures)
+
+        row = QHBoxLayout()
+        self.all_button = QPushButton(_('Select &all'), self)
+        self.all_button.clicked.connect(lambda: self.check_all(True))
+        self.none_button = QPushButton(_('Select &none'), self)
+        self.none_button.clicked.connect(lambda: self.check_all(False))
+        row.addWidget(self.all_button)
+        row.addWidget(self.none_button)
+        row.addStretch(1)
+        layout.addLayout(row)
+        self.bb = QDialogButtonBox(self)
+        self.apply_selected_button = self.bb.addButton(_('Apply &selected'), QDialogButtonBox.ButtonRole.AcceptRole)
+        self.apply_selected_button.clicked.connect(self.apply_selected)
+        self.apply_all_button = self.bb.addButton(_('Apply a&ll'), QDialogButtonBox.ButtonRole.AcceptRole)
+        self.apply_all_button.clicked.connect(self.apply_all)
+        self.discard_button = self.bb.addButton(_('&Discard'), QDialogButtonBox.ButtonRole.DestructiveRole)
+        self.discard_button.clicked.connect(self.discard)
+        self.close_button = self.bb.addButton(QDialogButtonBox.StandardButton.Close)
+        self.close_button.setToolTip(_('Keep the new covers for later: Book AI → Review generated covers… shows them '
+                                       'again'))
+        self.close_button.clicked.connect(self.reject)
+        layout.addWidget(self.bb)
+        self.update_state()
+
+    def check_all(self, on: bool) -> None:
+        for box in self.boxes.values():
+            box.setChecked(on)
+
+    def selected(self) -> list[int]:
+        return [book_id for book_id, box in self.boxes.items() if box.isChecked()]
+
+    def update_state(self) -> None:
+        has = bool(self.boxes)
+        self.apply_selected_button.setEnabled(not self.busy and bool(self.selected()))
+        self.apply_all_button.setEnabled(not self.busy and has)
+        self.discard_button.setEnabled(not self.busy)
+        self.all_button.setEnabled(not self.busy and has)
+        self.none_button.setEnabled(not self.busy and has)
+
+    # thumbnails, in a thread {{{
+
+    def load_thumbnails(self) -> None:
+        relay = self.relay = ThumbRelay(self)
+        relay.ready.connect(self.show_thumbnail)
+        db = current_db(self.gui)
+        items = [(o.book_id, o.path) for o in self.run.made]
+        stop = self.stop_loading
+        load_image_formats()
+
+        def work() -> None:
+            for book_id, path in items:
+                for which in ('old', 'new'):
+                    if stop.is_set():
+                        return
+                    try:
+                        if which == 'old':
+                            data = db.cover(book_id) if db.has_id(book_id) else None
+                        else:
+                            with open(path, 'rb') as f:
+                                data = f.read(MAX_COVER_BYTES + 1)
+                            data = data if len(data) <= MAX_COVER_BYTES else None
+                        image = thumbnail(data)
+                    except Exception:  # a cover that cannot be read is shown as none
+                        image = QImage()
+                    try:
+                        relay.ready.emit(book_id, which, image)
+                    except RuntimeError:  # the window is gone
+                        return
+
+        threading.Thread(target=work, daemon=True, name='BookAI-cover-thumbnails').start()
+
+    def show_thumbnail(self, book_id: int, which: str, image: QImage) -> None:
+        label = self.thumbs.get((book_id, which))
+        if label is None:
+            return
+        if image.isNull():
+            label.setText(_('No cover') if which == 'old' else _('Cannot be shown'))
+        else:
+            label.setPixmap(QPixmap.fromImage(image))
+
+    # }}}
+
+    # the choices {{{
+
+    def titles(self) -> dict[int, str]:
+        return {o.book_id: o.title for o in self.run.outcomes}
+
+    def apply_selected(self) -> None:
+        self.apply(self.selected())
+
+    def apply_all(self) -> None:
+        ids = list(self.boxes)
+        from calibre.gui2 import question_dialog
+        if not question_dialog(self, _('Apply all'), ngettext(
+                'Replace the cover of {count} book with the new one?',
+                'Replace the covers of {count} books with the new ones?', len(ids)).format(count=len(ids))
+                + ' ' + _('Undo cover change can put the old ones back.')):
+            return
+        self.apply(ids)
+
+    def apply(self, ids: list[int]) -> None:
+        if self.busy or not ids:
+            return
+        paths = {o.book_id: o.path for o in self.run.made}
+        items = [(book_id, paths[book_id]) for book_id in ids if book_id in paths]
+        self.busy = True
+        self.update_state()
+        gui, staging = self.gui, self.run.staging_dir
+
+        def applied(result: Applied) -> None:  # the window may be gone by now: the run is done with anyway
+            run_in_thread(lambda: discard_run(staging), lambda r, e: None, gui)
+            if self in reviews:
+                self.busy = False
+                self.close()
+
+        if not apply_covers(gui, self.run.library_id, items, then=applied, titles=self.titles()):
+            self.busy = False
+            self.update_state()
+
+    def discard(self) -> None:
+        if self.busy:
+            return
+        from calibre.gui2 import question_dialog
+        count = len(self.boxes)
+        if count and not question_dialog(self, _('Discard'), ngettext(
+                'Discard the new cover? The book keeps its cover.',
+                'Discard the {count} new covers? The books keep their covers.', count).format(count=count)):
+            return
+        self.finished_with_run()
+
+    def finished_with_run(self) -> None:
+        """The run is done with: its staged files go (in a thread) and the window closes."""
+        staging = self.run.staging_dir
+        run_in_thread(lambda: discard_run(staging), lambda r, e: None, self.gui)
+        self.run.outcomes = []
+        self.close()
+
+    # }}}
+
+    def done(self, r: int) -> None:
+        """Closed, however (Close, Esc, the window's close button, a library switch): what was not
+        applied or discarded stays staged, for Review generated covers…."""
+        self.stop_loading.set()
+        if self in reviews:
+            reviews.remove(self)
+        if not self.boxes and self.run.outcomes:  # only failures: nothing to keep for later
+            staging = self.run.staging_dir
+            run_in_thread(lambda: discard_run(staging), lambda r, e: None, self.gui)
+            self.run.outcomes = []
+        super().done(r)
+        self.deleteLater()
+
+# }}}
+
+
+# undo {{{
+
+def undoable(gui: 'Main', ids: Sequence[int]) -> bool:
+    """Whether any of the books ids has a cover Book AI replaced, to put back."""
+    if not ids:
+        return False
+    return bool(set(CoverUndo().books(current_library_id(gui))) & set(ids))
+
+
+def undo_covers(gui: 'Main', ids: Sequence[int]) -> None:
+    """Put back the covers Book AI last replaced on the books ids (in a thread), then refresh."""
+    ids = list(ids)
+    if not ids:
+        error(gui, _('Cannot undo'), _('No books selected'))
+        return
+    db = current_db(gui)
+    library_id = library_id_of(db)
+    undo = CoverUndo()
+
+    def work() -> tuple[list[int], list[str]]:
+        restored, failed = [], []
+        for book_id in ids:
+            try:
+                if undo_cover(db, library_id, book_id, undo):
+                    restored.append(book_id)
+            except BookGone as e:
+                failed.append(str(e))
+            except Exception as e:  # calibre could not write it: said, the others go on
+                failed.append(f'{type(e).__name__}: {e}')
+        return restored, failed
+
+    def done(result: tuple[list[int], list[str]] | None, exc: Exception | None) -> None:
+        if exc is not None or result is None:
+            error(gui, _('Cannot undo'), _('The covers could not be put back: {error}').format(error=exc))
+            return
+        restored, failed = result
+        refresh_books(gui, restored)
+        if restored:
+            say(gui, ngettext('Book AI: the old cover was put back.', 'Book AI: {count} old covers were put back.',
+                              len(restored)).format(count=len(restored)))
+        elif not failed:
+            say(gui, _('Book AI: there is no cover change to undo for the selected books.'))
+        if failed:
+            error(gui, _('Cannot undo'), '<br>'.join(escape(shown(f)) for f in failed))
+
+    run_in_thread(work, done, gui)
+
+# }}}
+
+
+# the library switches {{{
+
+def library_about_to_change(gui: 'Main', library_id: str) -> int:
+    """Close the review windows of other libraries (their covers stay staged for later).
+    Returns how many were closed."""
+    closed = 0
+    for w in list(reviews):
+        if w.run.library_id != library_id:
+            w.close()
+            closed += 1
+    return closed
+
+
+def library_changed(gui: 'Main') -> None:
+    """Say, once the library is open, when new covers wait for its review (looked for in a thread)."""
+    library_id = current_library_id(gui)
+
+    def found(runs: list[StagedRun] | None, exc: Exception | None) -> None:
+        waiting = [r for r in runs or () if r.library_id == library_id and reviewable(r) and r.made]
+        if waiting:
+            count = sum(len(r.made) for r in waiting)
+            say(gui, ngettext('Book AI: a new cover waits for your review: Book AI → Review generated covers….',
+                              'Book AI: {count} new covers wait for your review: Book AI → Review generated covers….',
+                              count).format(count=count), 0)
+
+    run_in_thread(staged_runs, found, gui)
+
+
+# }}}
