@@ -33,14 +33,19 @@ PRICES = {
 SAME_MODEL_SUFFIX = re.compile(r'(-\d{4}-?\d{2}-?\d{2}|-latest)?')
 
 
-def prices_for(provider: str, model: str | None) -> tuple[float, float] | None:
-    """(input, output) prices of model, per million tokens, from the table; None when not listed."""
-    table = PRICES.get(provider, {})
+def table_entry(table: dict, model: str | None, same_model: re.Pattern = SAME_MODEL_SUFFIX) -> object:
+    """The entry of a price table for model: the longest listed id it is, give or take what
+    same_model allows after it; None when not listed."""
     model = (model or '').lower().removeprefix('models/')
     for name in sorted(table, key=len, reverse=True):
-        if model.startswith(name) and SAME_MODEL_SUFFIX.fullmatch(model[len(name):]):
+        if model.startswith(name) and same_model.fullmatch(model[len(name):]):
             return table[name]
     return None
+
+
+def prices_for(provider: str, model: str | None) -> tuple[float, float] | None:
+    """(input, output) prices of model, per million tokens, from the table; None when not listed."""
+    return table_entry(PRICES.get(provider, {}), model)
 
 
 def estimate(provider: str, model: str | None, usage: Usage) -> Cost | None:
@@ -86,13 +91,8 @@ SAME_IMAGE_MODEL_SUFFIX = re.compile(r'(-preview)?(-\d{3}|-\d{2}-\d{4}|-\d{4}-?\
 
 
 def image_table_entry(table: dict, model: str | None) -> object:
-    """The entry of a provider's image price table for model (the longest listed id it is, give
-    or take SAME_IMAGE_MODEL_SUFFIX); None when not listed."""
-    model = (model or '').lower().removeprefix('models/')
-    for name in sorted(table, key=len, reverse=True):
-        if model.startswith(name) and SAME_IMAGE_MODEL_SUFFIX.fullmatch(model[len(name):]):
-            return table[name]
-    return None
+    """The entry of a provider's image price table for model (give or take SAME_IMAGE_MODEL_SUFFIX)."""
+    return table_entry(table, model, SAME_IMAGE_MODEL_SUFFIX)
 
 
 def image_shape(aspect: str) -> str:
