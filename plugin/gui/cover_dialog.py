@@ -8,7 +8,8 @@ context (off, as calibre), the aspect ratio. The prompt itself is built by cover
 here, so that what "What will be sent…" shows is what Generate sends.
 
 Nothing is sent before Generate. The request runs in a thread (gui.worker); its image is decoded
-there too, at most DISPLAY_SIDE pixels a side, so the window never waits. Stop, Cancel and
+when it has come, on the GUI thread (Qt decodes it: gui.worker's note), at most DISPLAY_SIDE
+pixels a side. Stop, Cancel and
 closing the window stop it through its CancelToken, and a result that comes after is dropped.
 The line at the bottom names the model, this image's cost and the total since the window opened,
 as the chat does (estimated from dated prices, or unknown, never free).
@@ -132,17 +133,9 @@ def chosen_image_provider() -> 'AIProviderPlugin | None':
 # }}}
 
 
-def load_image_formats() -> None:
-    """Have Qt load its image format plugins (JPEG, WebP, GIF...) now, on the GUI thread, before a
-    thread decodes with them: loading a plugin takes Qt's loader lock and may print a warning, which
-    calibre's message handler (Python) prints, so a thread loading one while holding Python's lock can
-    wait for the GUI thread while the GUI thread waits for it. Loaded once, then this is quick."""
-    QImageReader.supportedImageFormats()
-
-
 def decoded(data: bytes, width: int, height: int, most: int) -> QImage:
     """The image in data, decoded at most `most` pixels a side (width and height: as read from its
-    header). Safe in any thread; a null QImage when it cannot be read."""
+    header); a null QImage when it cannot be read. On the GUI thread only (gui.worker's note)."""
     buf = QBuffer()
     buf.setData(QByteArray(data))
     buf.open(QIODevice.OpenModeFlag.ReadOnly)
@@ -636,7 +629,7 @@ class CoverDialog(CoverWindow):
         self.send(prompt, source, choices, change=change)
 
     def send(self, prompt: str, source: Image | None, choices: CoverChoices, change: str | None) -> None:
-        """One request, in a thread: the image decoded there too; the answer comes to done()."""
+        """One request, in a thread; the answer comes to request_done(), which decodes the image."""
         provider = self.provider
         if provider is None or provider_problem(provider):
             self.show_page()
@@ -645,14 +638,8 @@ class CoverDialog(CoverWindow):
         self.sent_prompt = prompt  # what was sent last (for the tests, and a bug report)
         aspect = choices.aspect
 
-        load_image_formats()
-
-        def work() -> tuple[ImageResult, QImage]:
-            result = provider.generate_image(prompt, aspect=aspect, source=source, cancel=cancel)
-            image = decoded(result.image.data, result.image.width, result.image.height, DISPLAY_SIDE)
-            return result, image
-
-        run_in_thread(work, lambda outcome, exc: self.request_done(cancel, outcome, exc, choices, change), self)
+        run_in_thread(lambda: provider.generate_image(prompt, aspect=aspect, source=source, cancel=cancel),
+                      lambda result, exc: self.request_done(cancel, result, exc, choices, change), self)
         self.status.setStyleSheet('')
         self.status.setText((self.note + '\n' if change is not None and self.note else '') + _(
             'Generating cover, this can take a while...'))
@@ -663,15 +650,15 @@ class CoverDialog(CoverWindow):
         if self.cancel is not None:
             self.cancel.cancel()
 
-    def request_done(self, cancel: CancelToken, outcome: tuple[ImageResult, QImage] | None, exc: Exception | None,
+    def request_done(self, cancel: CancelToken, result: ImageResult | None, exc: Exception | None,
              choices: CoverChoices, change: str | None) -> None:
         if self.closed or cancel is not self.cancel:
             return  # a request stopped, or of a window closed: its answer is dropped
         self.cancel = None
-        if exc is not None or outcome is None:
+        if exc is not None or result is None:
             self.failed(exc)
             return
-        result, image = outcome
+        image = decoded(result.image.data, result.image.width, result.image.height, DISPLAY_SIDE)  # Qt: here
         if image.isNull():
             self.failed(None, _('The image {provider} sent could not be read.').format(
                 provider=self.provider.display_name))

@@ -6,7 +6,7 @@ Imported only when one of them is chosen (action.py): a reader who never makes a
 loads any of this.
 
 - One book: gui.cover_dialog.CoverDialog, then the cover chosen put on the book
-  (covers.library.replace_cover, the old one kept for Undo first) in a thread.
+  (covers.library.replace_cover, the old one kept for Undo first).
 - Many books: gui.cover_dialog.BulkCoverDialog for the choices, then ONE calibre job
   (calibre.gui2.threaded_jobs.ThreadedJob, the same on calibre 6.13, 8.5 and 9.17) that builds
   the prompts and runs covers.bulk.run_covers: its progress in the Jobs panel, Stop from there
@@ -18,8 +18,9 @@ loads any of this.
   once that library is open again. Nothing is ever applied to another library.
 - Undo cover change puts back what Book AI replaced (covers.library.undo_cover).
 
-The main window never waits: prompts are built, covers decoded and scaled, files read and
-covers written in threads; only small thumbnails are made into pixmaps on the GUI thread.
+The main window never waits long: prompts are built, images fetched and staged, old covers
+forgotten in threads that never call Qt; what calls Qt (decoding a thumbnail, calibre storing a
+cover) runs on the GUI thread, one cover a step (gui.worker's note says why).
 """
 
 import os
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from qt.core import (
     QCheckBox, QDialog, QDialogButtonBox, QFrame, QGridLayout, QHBoxLayout, QImage, QLabel, QObject, QPixmap,
-    QPushButton, QScrollArea, QSize, Qt, QVBoxLayout, QWidget, pyqtSignal,
+    QPushButton, QScrollArea, QSize, Qt, QVBoxLayout, QWidget,
 )
 
 from calibre_plugins.bookai.core import limits
@@ -45,10 +46,10 @@ from calibre_plugins.bookai.covers.library import BookGone, library_id_of, repla
 from calibre_plugins.bookai.covers.prompt import CoverChoices, cover_prompt
 from calibre_plugins.bookai.covers.undo import CoverUndo, NotKept
 from calibre_plugins.bookai.gui.cover_dialog import (
-    BulkCoverDialog, CoverDialog, chosen_image_provider, cost_text, decoded, load_image_formats, provider_problem,
+    BulkCoverDialog, CoverDialog, chosen_image_provider, cost_text, decoded, provider_problem,
     total_cost,
 )
-from calibre_plugins.bookai.gui.worker import run_in_thread
+from calibre_plugins.bookai.gui.worker import collect_garbage_on_gui_thread, run_in_steps, run_in_thread
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
 load_translations()
 
 JOB_TYPE = 'bookai-covers'
-THUMB_SIDE = 180          # pixels a side of a cover as the review shows it (decoded so, in a thread)
+THUMB_SIDE = 180          # pixels a side of a cover as the review shows it (decoded so)
 MAX_COVER_BYTES = limits.MAX_IMAGE_BYTES  # of a staged cover read back to be applied
 
 # what this session keeps alive: the jobs under way (and the staging folders they are filling), and
@@ -135,51 +136,56 @@ class Applied:
     failed: list[tuple[int, str]]  # book id, why (in words)
 
 
-def put_covers(db: Any, library_id: str, items: Sequence[tuple[int, bytes | str]], undo: CoverUndo) -> Applied:
-    """Put each cover (its bytes, or the path of a staged one) on its book, the old kept for Undo
-    first. In a thread: it reads files and writes the library."""
+def put_cover(db: Any, library_id: str, book_id: int, source: bytes | str, undo: CoverUndo) -> str | None:
+    """Put one cover (its bytes, or the path of a staged one) on its book, the old one kept for Undo
+    first: None when done, else why not, in words. On the GUI thread (calibre decodes and stores
+    the cover with Qt: gui.worker's note), one book a step."""
+    try:
+        if isinstance(source, str):
+            with open(source, 'rb') as f:
+                data = f.read(MAX_COVER_BYTES + 1)
+            if len(data) > MAX_COVER_BYTES:
+                raise OSError(_('the staged cover is too large'))
+        else:
+            data = source
+        replace_cover(db, library_id, book_id, data, undo)
+        return None
+    except (BookGone, NotKept) as e:
+        return str(e)
+    except OSError as e:
+        return _('The cover could not be written: {reason}').format(reason=e.strerror or e)
+    except Exception as e:  # calibre could not store it: this book's failure, in words, the others go on
+        return _('The cover could not be written: {reason}').format(reason=f'{type(e).__name__}: {e}')
+
+
+def forget_old_covers(undo: CoverUndo) -> None:
+    """What Undo keeps for longer than the settings say is forgotten (in a thread: files only)."""
     try:
         undo.prune(int(plugin_prefs()['cover_undo_days']))
     except Exception:  # forgetting old covers is housekeeping: it never stops a cover being applied
         pass
-    done, failed = [], []
-    for book_id, source in items:
-        try:
-            if isinstance(source, str):
-                with open(source, 'rb') as f:
-                    data = f.read(MAX_COVER_BYTES + 1)
-                if len(data) > MAX_COVER_BYTES:
-                    raise OSError(_('the staged cover is too large'))
-            else:
-                data = source
-            replace_cover(db, library_id, book_id, data, undo)
-            done.append(book_id)
-        except (BookGone, NotKept) as e:
-            failed.append((book_id, str(e)))
-        except OSError as e:
-            failed.append((book_id, _('The cover could not be written: {reason}').format(reason=e.strerror or e)))
-        except Exception as e:  # calibre could not store it: this book's failure, in words, the others go on
-            failed.append((book_id, _('The cover could not be written: {reason}').format(
-                reason=f'{type(e).__name__}: {e}')))
-    return Applied(done, failed)
 
 
 def apply_covers(gui: 'Main', library_id: str, items: Sequence[tuple[int, bytes | str]],
                  then: Callable[[Applied], None] | None = None, titles: dict[int, str] | None = None,
                  parent: QObject | None = None) -> bool:
-    """Put the covers on their books in a thread, then refresh calibre's views and say what failed.
-    False (and nothing done) when the library open is not library_id."""
+    """Put the covers on their books, one a step on the GUI thread (old covers forgotten in a
+    thread first), then refresh calibre's views and say what failed. False (and nothing done) when
+    the library open is not library_id."""
     db = current_db(gui)
     if library_id_of(db) != library_id:
         error(gui, _('Another library is open'), _(
             'These covers are for another library: nothing was changed in this one.'))
         return False
     undo = CoverUndo()
+    items = list(items)
 
-    def done(applied: Applied | None, exc: Exception | None) -> None:
-        if exc is not None or applied is None:
+    def done(reasons: list[str | None], exc: Exception | None) -> None:
+        if exc is not None:
             error(gui, _('Covers not applied'), _('The covers could not be applied: {error}').format(error=exc))
             return
+        applied = Applied([b for (b, _s), why in zip(items, reasons) if why is None],
+                          [(b, why) for (b, _s), why in zip(items, reasons) if why is not None])
         refresh_books(gui, applied.done)
         if applied.done:
             say(gui, ngettext('Book AI: the new cover was applied. Undo cover change puts the old one back.',
@@ -192,7 +198,9 @@ def apply_covers(gui: 'Main', library_id: str, items: Sequence[tuple[int, bytes 
         if then is not None:
             then(applied)
 
-    run_in_thread(lambda: put_covers(db, library_id, items, undo), done, parent or gui)
+    owner = parent or gui
+    run_in_thread(lambda: forget_old_covers(undo), lambda r, e: run_in_steps(
+        items, lambda item: put_cover(db, library_id, item[0], item[1], undo), done, owner), owner)
     return True
 
 
@@ -332,6 +340,7 @@ def start_job(gui: 'Main', ids: Sequence[int], choices: CoverChoices, provider: 
                       (db, list(ids), choices, provider, at_once, library_id, library_path), {},
                       Dispatcher(lambda job: job_done(gui, job)), max_concurrent_count=1, killable=True)
     jobs.add(job)
+    collect_garbage_on_gui_thread()  # the job's threads: gui.worker's note
     gui.job_manager.run_threaded_job(job)
     pointer = getattr(gui, 'jobs_pointer', None)
     if pointer is not None:
@@ -408,12 +417,8 @@ def review_covers(gui: 'Main') -> None:
     run_in_thread(staged_runs, found, gui)
 
 
-class ThumbRelay(QObject):
-    ready = pyqtSignal(int, str, object)  # book id, 'old' or 'new', QImage (null: none)
-
-
 def thumbnail(data: bytes | None) -> QImage:
-    """A cover as the review shows it, decoded at most THUMB_SIDE a side (in a thread)."""
+    """A cover as the review shows it, decoded at most THUMB_SIDE a side (on the GUI thread)."""
     if not data:
         return QImage()
     mime, size = sniff(data)
@@ -433,7 +438,6 @@ class CoverReview(QDialog):
         self.boxes: dict[int, QCheckBox] = {}
         self.thumbs: dict[tuple[int, str], QLabel] = {}
         self.busy = False
-        self.stop_loading = threading.Event()
         self.setup_ui()
         self.load_thumbnails()
         self.resize(self.sizeHint())
@@ -539,37 +543,29 @@ class CoverReview(QDialog):
         self.all_button.setEnabled(not self.busy and has)
         self.none_button.setEnabled(not self.busy and has)
 
-    # thumbnails, in a thread {{{
+    # thumbnails, one a step {{{
 
     def load_thumbnails(self) -> None:
-        relay = self.relay = ThumbRelay(self)
-        relay.ready.connect(self.show_thumbnail)
+        """Each cover read and decoded small on the GUI thread (Qt decodes it: gui.worker's note),
+        one a step, so the review is shown at once and fills in."""
         db = current_db(self.gui)
-        items = [(o.book_id, o.path) for o in self.run.made]
-        stop = self.stop_loading
-        load_image_formats()
+        items = [(o.book_id, which, o.path) for o in self.run.made for which in ('old', 'new')]
 
-        def work() -> None:
-            for book_id, path in items:
-                for which in ('old', 'new'):
-                    if stop.is_set():
-                        return
-                    try:
-                        if which == 'old':
-                            data = db.cover(book_id) if db.has_id(book_id) else None
-                        else:
-                            with open(path, 'rb') as f:
-                                data = f.read(MAX_COVER_BYTES + 1)
-                            data = data if len(data) <= MAX_COVER_BYTES else None
-                        image = thumbnail(data)
-                    except Exception:  # a cover that cannot be read is shown as none
-                        image = QImage()
-                    try:
-                        relay.ready.emit(book_id, which, image)
-                    except RuntimeError:  # the window is gone
-                        return
+        def step(item: tuple[int, str, str]) -> None:
+            book_id, which, path = item
+            try:
+                if which == 'old':
+                    data = db.cover(book_id) if db.has_id(book_id) else None
+                else:
+                    with open(path, 'rb') as f:
+                        data = f.read(MAX_COVER_BYTES + 1)
+                    data = data if len(data) <= MAX_COVER_BYTES else None
+                image = thumbnail(data)
+            except Exception:  # a cover that cannot be read is shown as none
+                image = QImage()
+            self.show_thumbnail(book_id, which, image)
 
-        threading.Thread(target=work, daemon=True, name='BookAI-cover-thumbnails').start()
+        self.loading = run_in_steps(items, step, None, self)
 
     def show_thumbnail(self, book_id: int, which: str, image: QImage) -> None:
         label = self.thumbs.get((book_id, which))
@@ -642,7 +638,7 @@ class CoverReview(QDialog):
     def done(self, r: int) -> None:
         """Closed, however (Close, Esc, the window's close button, a library switch): what was not
         applied or discarded stays staged, for Review generated covers…."""
-        self.stop_loading.set()
+        self.loading.stop()
         if self in reviews:
             reviews.remove(self)
         if not self.boxes and self.run.outcomes:  # only failures: nothing to keep for later
@@ -665,7 +661,7 @@ def undoable(gui: 'Main', ids: Sequence[int]) -> bool:
 
 
 def undo_covers(gui: 'Main', ids: Sequence[int]) -> None:
-    """Put back the covers Book AI last replaced on the books ids (in a thread), then refresh."""
+    """Put back the covers Book AI last replaced on the books ids (a book a step), then refresh."""
     ids = list(ids)
     if not ids:
         error(gui, _('Cannot undo'), _('No books selected'))
@@ -674,23 +670,21 @@ def undo_covers(gui: 'Main', ids: Sequence[int]) -> None:
     library_id = library_id_of(db)
     undo = CoverUndo()
 
-    def work() -> tuple[list[int], list[str]]:
-        restored, failed = [], []
-        for book_id in ids:
-            try:
-                if undo_cover(db, library_id, book_id, undo):
-                    restored.append(book_id)
-            except BookGone as e:
-                failed.append(str(e))
-            except Exception as e:  # calibre could not write it: said, the others go on
-                failed.append(f'{type(e).__name__}: {e}')
-        return restored, failed
+    def step(book_id: int) -> bool | str:
+        """True: put back; False: nothing to undo; else why not, in words."""
+        try:
+            return undo_cover(db, library_id, book_id, undo)
+        except BookGone as e:
+            return str(e)
+        except Exception as e:  # calibre could not write it: said, the others go on
+            return f'{type(e).__name__}: {e}'
 
-    def done(result: tuple[list[int], list[str]] | None, exc: Exception | None) -> None:
-        if exc is not None or result is None:
+    def done(outcomes: list[bool | str], exc: Exception | None) -> None:
+        if exc is not None:
             error(gui, _('Cannot undo'), _('The covers could not be put back: {error}').format(error=exc))
             return
-        restored, failed = result
+        restored = [b for b, o in zip(ids, outcomes) if o is True]
+        failed = [o for o in outcomes if isinstance(o, str)]
         refresh_books(gui, restored)
         if restored:
             say(gui, ngettext('Book AI: the old cover was put back.', 'Book AI: {count} old covers were put back.',
@@ -700,7 +694,7 @@ def undo_covers(gui: 'Main', ids: Sequence[int]) -> None:
         if failed:
             error(gui, _('Cannot undo'), '<br>'.join(escape(shown(f)) for f in failed))
 
-    run_in_thread(work, done, gui)
+    run_in_steps(ids, step, done, gui)  # on the GUI thread: calibre stores a cover with Qt
 
 # }}}
 

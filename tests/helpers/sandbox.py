@@ -112,7 +112,10 @@ class Sandbox:
             r = self.run(['calibre-debug', '-e', PROBES / f'{name}.py'] + list(args), timeout=timeout, env=extra)
         except subprocess.TimeoutExpired as e:  # what the probe's watchdog wrote says where it was
             said = json.loads(out.read_text()) if out.exists() else None
+            stacks = Path(f'{out}.stacks')
+            stacks = stacks.read_text(errors='replace')[-6000:] if stacks.exists() else ''
             raise AssertionError(f'the {name} probe did not end within {timeout} s; its report: {said}; '
+                                 f'its threads, by faulthandler: {stacks}; '
                                  f'its output ends: {str(e.stdout or "")[-2000:]} {str(e.stderr or "")[-2000:]}') from None
         report = json.loads(out.read_text()) if out.exists() else None
         assert report is not None, f'the {name} probe wrote no report: {r}'

@@ -277,6 +277,7 @@ def test_covers_in_calibre(sandbox, plugin_zip, artifacts, host):
             'BOOKAI_PROBE_COVERS_SERVER': server.url, 'BOOKAI_PROBE_SWITCH_TO': str(other),
             'BOOKAI_PROBE_SHOTS': str(artifacts)})
     (artifacts / 'covers-in-calibre.json').write_text(json.dumps(report, indent=1))
+    (artifacts / 'covers-in-calibre-output.txt').write_text(r.output)
     assert report['probed'] and not report['timeout'] and 'waited_for' not in report, (report, r)
     assert not tracebacks(r.output), r
     assert report['covers_module_before'] is False  # nothing of the covers loaded until one is made

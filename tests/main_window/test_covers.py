@@ -445,3 +445,58 @@ def test_covers_of_a_run_calibre_closed_on_are_offered_for_review(qapp, prefs, b
     w = the_review()
     assert w.run.staging_dir == staging and sorted(w.boxes) == [LIGHTHOUSE]
     w.reject()
+
+
+def test_qt_image_work_stays_on_the_gui_thread(qapp, prefs, books, said, monkeypatch):
+    """Every image Qt decodes and every cover calibre stores (which it decodes and encodes with Qt)
+    is done on the GUI thread: in the PyQt of Linux distributions a Qt call keeps Python's lock,
+    so a thread waiting there on one of Qt's locks can hang calibre for good (gui.worker's note).
+    Through the single window's Generate and Use this cover, the review's thumbnails, Apply all
+    and Undo."""
+    import threading
+
+    from calibre.db.cache import Cache
+
+    from calibre_plugins.bookai.gui import cover_dialog
+
+    where = []  # (what, on the GUI thread?)
+
+    class Reader(cover_dialog.QImageReader):
+        def read(self):
+            where.append(('decode', threading.current_thread() is threading.main_thread()))
+            return super().read()
+    monkeypatch.setattr(cover_dialog, 'QImageReader', Reader)
+    set_cover = Cache.set_cover
+
+    def recorded(self, book_id_data_map):
+        where.append(('set_cover', threading.current_thread() is threading.main_thread()))
+        return set_cover(self, book_id_data_map)
+    monkeypatch.setattr(Cache, 'set_cover', recorded)
+
+    replies = [image_reply(png('#8e44ad')), image_reply(png('#16a085')), image_reply(png('#d35400'))]
+    with ScriptedServer(replies) as server:
+        use_images(prefs, server, at_once=2)
+        gui = main_window(books)
+        db = gui.current_db.new_api
+        gui.library_view.selected = [GUIDE]
+
+        def use(d):
+            d.generate_button.click()
+            when(lambda: not d.busy, d.use_button.click)
+        on_modal(CoverDialog, use)
+        covers.generate_cover(gui)
+        wait_until(lambda: gui.library_view.refreshed, timeout=60)
+        job = start_bulk(gui, [LIGHTHOUSE, ORCHARD])
+        w = the_review()
+        assert job.description == 'Book AI: covers for 2 books'
+        wait_until(lambda: thumbnails_loaded(w), timeout=30)
+        w.apply_all_button.click()
+        wait_until(lambda: not covers.reviews and len(gui.library_view.refreshed) == 2, timeout=30)
+        covers.undo_covers(gui, [GUIDE, LIGHTHOUSE, ORCHARD])
+        wait_until(lambda: len(gui.library_view.refreshed) == 3, timeout=30)
+        assert gui.library_view.refreshed[-1] == [LIGHTHOUSE, ORCHARD, GUIDE]
+        assert not db.cover(LIGHTHOUSE) and said['error'] == []
+    kinds = [w for w, _ in where]
+    # 1 image shown + 4 thumbnails (2 old covers, 2 new; a book without one decodes nothing)
+    assert kinds.count('decode') >= 3 and kinds.count('set_cover') == 6, where
+    assert all(on_gui for _, on_gui in where), where

@@ -100,6 +100,9 @@ def probe(gui):
     def covers():
         return sys.modules.get('calibre_plugins.bookai.main_window.covers')
 
+    def lengths():
+        return {str(i): len(db.cover(i) or b'') for i in (1, 2)}
+
     def bulk():
 
         report['step'] = 'bulk'  # where it was, if it never ends
@@ -121,8 +124,9 @@ def probe(gui):
         report['jobs'] = [j.description for j in gui.job_manager.jobs]  # in the Jobs panel
         report['review'] = {'books': sorted(w.boxes), 'failures': w.failures.text()}
         pauses.start('review')
-        later(report, lambda: all(t.pixmap() is not None and not t.pixmap().isNull() or t.text()
-                                  for t in w.thumbs.values()), lambda: apply(w))
+        later(report, lambda: all(t.pixmap() is not None and not t.pixmap().isNull() or  # not 'Loading…'
+                                  t.text() in ('No cover', 'Cannot be shown') for t in w.thumbs.values()),
+              lambda: apply(w))
 
     def apply(w):
 
@@ -132,25 +136,26 @@ def probe(gui):
             w.grab().save(os.path.join(shots, 'cover-review-in-calibre.png'))
         pauses.start('apply')
         w.apply_all_button.click()
-        later(report, lambda: not covers().reviews and len(db.cover(1) or b'') != report['covers_before']['1'],
-              applied)
+        later(report, lambda: not covers().reviews and all(  # every book's, not only the first's
+            n != report['covers_before'][i] for i, n in lengths().items()), applied)
 
     def applied():
 
         report['step'] = 'applied'  # where it was, if it never ends
-        report['covers_applied'] = {str(i): len(db.cover(i) or b'') for i in (1, 2)}
+        report['covers_applied'] = lengths()
         report['menu_after_apply'] = menu_state(gui, ac)
         pauses.stop()
         if shots:
             gui.grab().save(os.path.join(shots, 'main-window-new-covers.png'))
         pauses.start('undo')
         by_name['undo-cover'].trigger()
-        later(report, lambda: len(db.cover(1) or b'') == report['covers_before']['1'], undone)
+        # done once Book AI says so (its steps have put both back and dropped what it kept)
+        later(report, lambda: 'put back' in gui.status_bar.currentMessage(), undone)
 
     def undone():
 
         report['step'] = 'undone'  # where it was, if it never ends
-        report['covers_undone'] = {str(i): len(db.cover(i) or b'') for i in (1, 2)}
+        report['covers_undone'] = lengths()
         report['menu_after_undo'] = menu_state(gui, ac)
         switch()
 

@@ -1,7 +1,10 @@
 # License: GPLv3 Copyright: the Book AI developers
 """What a probe tells its test: a JSON report at $BOOKAI_PROBE_OUT, written even when
-the program under test hangs (a watchdog ends it and says so)."""
+the program under test hangs (a watchdog ends it and says so). If even the watchdog cannot run
+(a thread holds Python's lock and waits), faulthandler, which needs no lock, writes every
+thread's stack to $BOOKAI_PROBE_OUT.stacks a little later."""
 
+import faulthandler
 import json
 import os
 import threading
@@ -13,8 +16,10 @@ class Report(dict):
         super().__init__(timeout=False, **initial)
         self.path = os.environ['BOOKAI_PROBE_OUT']
         self.screenshot = os.environ.get('BOOKAI_PROBE_SCREENSHOT')
-        self.watchdog = threading.Timer(float(os.environ.get('BOOKAI_PROBE_TIMEOUT', '120')), self.on_timeout)
+        self.timeout = float(os.environ.get('BOOKAI_PROBE_TIMEOUT', '120'))
+        self.watchdog = threading.Timer(self.timeout, self.on_timeout)
         self.watchdog.daemon = True
+        self.stacks = None
 
     def write(self):
         with open(self.path, 'w') as f:
@@ -22,11 +27,14 @@ class Report(dict):
 
     def start(self):
         self.watchdog.start()
+        self.stacks = open(self.path + '.stacks', 'w')
+        faulthandler.dump_traceback_later(self.timeout + 10, file=self.stacks)
 
     def finish(self, exit_code):
         self['exit_code'] = exit_code
         self.write()
         self.watchdog.cancel()
+        faulthandler.cancel_dump_traceback_later()
 
     def on_timeout(self):
         self['timeout'] = True
