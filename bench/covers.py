@@ -19,8 +19,25 @@ each answer (a fixture's chaos latencyMs; a real image service takes a few secon
     did (ran, waited, or was blocked: the GIL), whether an image had just come back to a
     worker, and any garbage collection in it.
 
+(c) The crafted images of issue 26 (tests/helpers/images.py: an 89-byte PNG with damaged pixel
+    data, a PNG of 8192x8192, a 64x64 PNG carrying 28 GB of zeros in 29 MB, progressive 8192x8192
+    JPEGs of 1,000, 10,000 and 100,000 scans, plain progressive 8192x8192 JPEGs in RGB and CMYK,
+    and costly ones within every bound), each against a real cover (a 1024x1536 PNG) measured the
+    same way in the same run. Before, HEAD's way, in a process of its own stopped after
+    HEAD_SECONDS: the review's thumbnail (QImageReader in calibre's process, on its GUI thread) and
+    calibre's save_cover_data_to (what db.set_cover ran on the cover as the service sent it), its
+    time and the memory the process grew by. After, Book AI's way: the structure checked here, the
+    decoding in calibre's worker (core.images.decode_images): the time until it is accepted or
+    refused, the worker's peak memory, and what this process grew by. Target: each accepted or
+    refused within 2 s and 300 MB.
+(d) The main window while the review of a run whose new covers are those crafted images (and two
+    good ones) loads its thumbnails, then Apply all and Undo cover change: the same 5 ms timer,
+    against the idle baseline. Before, every thumbnail was decoded on the GUI thread: the pause
+    was (c)'s "before" thumbnail time. Target: no pause over 50 ms.
+
 Run with: sudo python3 bench/run.py covers            (host bookworm by default)
           BOOKAI_BENCH_PAUSES_ONLY=1 sudo -E python3 bench/run.py covers   ((b) alone)
+          BOOKAI_BENCH_CRAFTED_ONLY=1 sudo -E python3 bench/run.py covers  ((c) and (d) alone)
 Target (issue 19): no pause of the main window over 50 ms. This prints its figures; it
 asserts nothing about time. Each image is a 1024x1536 PNG of 1.5 MB (2 MB of base64 in the
 JSON), the same bytes each time.
@@ -455,11 +472,277 @@ def pauses(provider, at_once: int, db, ids) -> None:
 # }}}
 
 
+# (c) the crafted images, before and after {{{
+
+HEAD_SECONDS = 30          # HEAD's way is stopped after this (the 100,000 scans took 634 s)
+TARGET_SECONDS, TARGET_MB = 2.0, 300
+
+# HEAD's way, in a process of its own: the review's thumbnail (gui/cover_dialog.py's decoded() at
+# HEAD: QImageReader in calibre's process, the format guessed, scaled while read), or calibre's
+# save_cover_data_to (what db.set_cover ran on the bytes the service sent); calibre's Application
+# first, as the main window has it (its image allocation limit)
+HEAD_WAY = r"""
+import resource, struct, sys, time
+from calibre.gui2 import Application
+from qt.core import QBuffer, QByteArray, QImageReader, QIODevice, QSize, Qt
+app = Application([])
+with open(sys.argv[1], 'rb') as f:
+    data = f.read()
+def kb():
+    with open('/proc/self/status') as f:
+        return next(int(l.split()[1]) for l in f if l.startswith('VmHWM:'))
+before = kb()
+print('READY', before / 1024, flush=True)
+start = time.perf_counter()
+if sys.argv[2] == 'thumbnail':
+    buf = QBuffer()
+    buf.setData(QByteArray(data))
+    buf.open(QIODevice.OpenModeFlag.ReadOnly)
+    reader = QImageReader(buf)
+    reader.setAutoTransform(True)
+    width, height = reader.size().width(), reader.size().height()  # from the header, as HEAD's sniff() read it
+    if width > 0 and height > 0 and max(width, height) > 180:
+        scale = 180 / max(width, height)
+        reader.setScaledSize(QSize(max(1, round(width * scale)), max(1, round(height * scale))))
+    image = reader.read()
+    ok = not image.isNull()
+else:
+    from calibre.utils.img import save_cover_data_to
+    try:
+        save_cover_data_to(data)
+        ok = True
+    except Exception:
+        ok = False
+took = time.perf_counter() - start
+print('RESULT', took, ok, (kb() - before) / 1024)
+"""
+
+
+def crafted_images() -> list[tuple[str, bytes]]:
+    from helpers import images as crafted
+    return [('89-byte PNG, damaged pixel data', crafted.png_damaged()),
+            ('8192x8192 PNG', crafted.png_of_side(8192, 8192)),
+            ('64x64 PNG, 28 GB of zeros', crafted.png_bomb()),
+            ('progressive 8192² JPEG, 1,000 scans', crafted.jpeg_progressive(8192, 8192, 3, 1_000)),
+            ('progressive 8192² JPEG, 10,000 scans', crafted.jpeg_progressive(8192, 8192, 3, 10_000)),
+            ('progressive 8192² JPEG, 100,000 scans', crafted.jpeg_progressive(8192, 8192, 3, 100_000)),
+            ('progressive 8192² JPEG, RGB', crafted.jpeg_progressive(8192, 8192, 3)),
+            ('progressive 8192² JPEG, CMYK', crafted.jpeg_progressive(8192, 8192, 4)),
+            ('progressive 2048² JPEG, 10,000 scans', crafted.jpeg_progressive(2048, 2048, 3, 10_000)),
+            ('within bounds: progressive 4096² CMYK', crafted.jpeg_progressive(4096, 4096, 4)),
+            ('within bounds: 97 scans of 4096²', crafted.jpeg_progressive(4096, 4096, 1, 97)),
+            ('within bounds: 6000x4000 PNG', crafted.png_of_side(6000, 4000))]
+
+
+def head_way(path: str, how: str) -> tuple[float | None, bool, float]:
+    """(seconds, decoded?, MB the process grew by past its start) of HEAD's way in a process of its
+    own; seconds None when it was stopped after HEAD_SECONDS (its memory then as watched until then)."""
+    import subprocess
+    script = os.path.join(os.path.dirname(path), 'head_way.py')
+    with open(script, 'w') as f:
+        f.write(HEAD_WAY)
+    env = dict(os.environ, QT_QPA_PLATFORM='offscreen')
+    p = subprocess.Popen(['calibre-debug', '-e', script, path, how], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, env=env)
+    ready = p.stdout.readline()
+    start_mb = float(ready.split()[1]) if ready.startswith('READY ') else 0.0
+    peak = Peak()
+    peak(p.pid)
+    timer = threading.Timer(HEAD_SECONDS, p.kill)
+    timer.start()
+    out = p.stdout.read()
+    p.wait()
+    timer.cancel()
+    grew = max(0.0, peak.done() - start_mb)
+    for text in out.splitlines():
+        if text.startswith('RESULT '):
+            _w, took, ok, grew = text.split()
+            return float(took), ok == 'True', float(grew)
+    return (None if p.returncode == -9 else 0.0), False, grew
+
+
+class Peak:
+    """The most memory a process used (its VmHWM), read every 5 ms while it lives."""
+
+    def __init__(self):
+        self.mb = 0.0
+        self.threads = []
+
+    def __call__(self, pid: int) -> None:
+        def watch():
+            while True:
+                try:
+                    with open(f'/proc/{pid}/status') as f:
+                        hwm = next(int(t.split()[1]) for t in f if t.startswith('VmHWM:'))
+                except (OSError, StopIteration, ValueError):
+                    return
+                self.mb = max(self.mb, hwm / 1024)
+                time.sleep(0.005)
+        t = threading.Thread(target=watch, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def done(self) -> float:
+        for t in self.threads:
+            t.join(5)
+        return self.mb
+
+
+def resident_mb() -> float:
+    with open('/proc/self/statm') as f:
+        return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2 ** 20
+
+
+def book_ais_way(data: bytes) -> tuple[float, str, float, float]:
+    """(seconds, what came of it, the worker's peak MB or 0 when none ran, MB this process grew by)."""
+    from calibre_plugins.bookai.core.images import decode_images
+    peak = Peak()
+    base, most, done = resident_mb(), [0.0], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            most[0] = max(most[0], resident_mb() - base)
+            time.sleep(0.005)
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    start = time.perf_counter()
+    (d,) = decode_images([data], ['It'], cover=True, side=THUMB_SIDE, started=peak)
+    took = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    said = 'accepted' if d.ok else 'refused: ' + d.problem[3:80] + ('…' if len(d.problem) > 83 else '')
+    return took, said, peak.done(), most[0]
+
+
+THUMB_SIDE = 180
+
+
+def crafted_before_and_after(folder: str) -> None:
+    print(f'\n(c) the crafted images of issue 26, one at a time. Before: HEAD\'s way in a process of its own, stopped '
+          f'after {HEAD_SECONDS} s (the review\'s thumbnail, decoded on the GUI thread; calibre\'s save_cover_data_to '
+          f'on the bytes sent, as db.set_cover ran it). After: Book AI\'s way (the structure checked here, decoded in '
+          f'calibre\'s worker). Against a real cover (1024x1536 PNG) measured the same way.')
+    cases = [('a real cover: 1024x1536 PNG (the baseline)', cover_png())] + crafted_images()
+    base = None
+    for name, data in cases:
+        path = os.path.join(folder, 'image')
+        with open(path, 'wb') as f:
+            f.write(data)
+        thumb = head_way(path, 'thumbnail')
+        store = head_way(path, 'library')
+        took, said, worker_mb, grew = book_ais_way(data)
+        if base is None:
+            base = (thumb[0] or 1e-9, took)
+
+        def before(r):
+            t, ok, mb = r
+            when = f'more than {HEAD_SECONDS} s (stopped)' if t is None else f'{t:7.2f} s (x{t / base[0]:8.1f})'
+            return f'{when}, +{mb:4.0f} MB, {"decoded" if ok else "not decoded" if t is not None else "still decoding"}'
+        ok = took <= TARGET_SECONDS and worker_mb <= TARGET_MB and grew <= TARGET_MB
+        print(f'  {name} ({len(data) / 1e6:.2f} MB)\n'
+              f'    before: thumbnail {before(thumb)}; library {before(store)}\n'
+              f'    after:  {took:5.2f} s (x{took / base[1]:5.2f} the real cover\'s), worker peak '
+              f'{worker_mb:4.0f} MB{" (no worker: refused before any decoder)" if not worker_mb else ""}, this '
+              f'process +{grew:4.0f} MB; {said}  '
+              f'[{"within" if ok else "OVER"} {TARGET_SECONDS:g} s and {TARGET_MB} MB]')
+
+# }}}
+
+
+# (d) the main window while the review loads crafted covers, applies them and undoes {{{
+
+def review_pauses(folder: str) -> None:
+    import calibre.gui2 as gui2
+    from qt.core import QApplication
+
+    from calibre_plugins.bookai.covers.bulk import MANIFEST, MANIFEST_VERSION, CoverOutcome, load_run, outcome_json
+    from calibre_plugins.bookai.main_window import covers as mw
+    print('\n(d) the main window while a review of crafted new covers (the images of (c), and two good ones) loads '
+          'its thumbnails, then Apply all, then Undo cover change; a 5 ms timer on the GUI thread, against the idle '
+          'baseline (the same timer, as long, nothing running)')
+    db, ids = library(os.path.join(folder, 'library-d'))
+    cache = db.new_api
+    said = []
+    gui2.question_dialog = lambda *a, **k: True
+    gui2.error_dialog = lambda parent, title, msg, **k: said.append(msg)
+    gui2.info_dialog = lambda parent, title, msg, **k: said.append(msg)
+    images = crafted_images() + [('good', cover_png()), ('good', cover_png(800, 1200))]
+    staging = os.path.join(folder, 'staged')
+    os.makedirs(staging)
+    outcomes = []
+    for book_id, (name, data) in zip(ids, images):
+        ext = 'jpg' if data.startswith(b'\xff\xd8') else 'png'
+        path = os.path.join(staging, f'{book_id}.{ext}')
+        with open(path, 'wb') as f:
+            f.write(data)
+        outcomes.append(CoverOutcome(book_id, name, 'made', path))
+    with open(os.path.join(staging, MANIFEST), 'w') as f:
+        json.dump({'version': MANIFEST_VERSION, 'library_id': str(cache.library_id), 'library_path': folder,
+                   'started': time.time(), 'written': time.time(), 'finished': True, 'aspect': ASPECT,
+                   'total': len(outcomes), 'outcomes': [outcome_json(o) for o in outcomes]}, f)
+    run = load_run(staging)
+    gui = main_window(db)
+    gui.library_view = None
+    spin(0.5)
+    before = {book_id: cache.cover(book_id) for book_id in ids[:len(images)]}
+    ticker = Ticker()
+    marks = {}
+    ticker.start()
+    start = time.perf_counter()
+    w = mw.open_review(gui, run)
+    marks['opened'] = time.perf_counter()  # the window made and shown: its widgets, not image work
+
+    def loaded() -> bool:
+        return all(lbl.text() != 'Loading…' for lbl in w.thumbs.values())
+    spin(300, until=loaded)
+    marks['thumbnails'] = time.perf_counter()
+    w.apply_all_button.click()
+    spin(300, until=lambda: not mw.reviews)
+    spin(60, until=lambda: bool(said))
+    marks['applied'] = time.perf_counter()
+    applied = [b for b in ids[:len(images)] if cache.cover(b) != before[b]]
+    mw.undo_covers(gui, ids[:len(images)])
+    spin(60, until=lambda: all(cache.cover(b) == before[b] for b in ids[:len(images)]))
+    end = time.perf_counter()
+    gaps, ends, own = list(ticker.stop()), list(ticker.ends), ticker.own()
+    idle, idle_own = idle_for(end - start)
+    base = summary(idle)
+    parts = {'opening the review window': [g for g, t in zip(gaps, ends) if t <= marks['opened'] + 0.1],
+             'thumbnails': [g for g, t in zip(gaps, ends) if marks['opened'] + 0.1 < t <= marks['thumbnails']],
+             'apply all': [g for g, t in zip(gaps, ends) if marks['thumbnails'] < t <= marks['applied']],
+             'undo': [g for g, t in zip(gaps, ends) if t > marks['applied']]}
+    back = all(cache.cover(b) == before[b] for b in ids[:len(images)])
+    print(f'  thumbnails in {marks["thumbnails"] - start:.1f} s, applied in '
+          f'{marks["applied"] - marks["thumbnails"]:.1f} s ({len(applied)} of {len(images)} covers put on: the good '
+          f'ones), undone in {end - marks["applied"]:.1f} s; every book\'s old cover back: {back}')
+    print(line('idle baseline', idle))
+    for label, g in parts.items():
+        print(line(label, g, base))
+    print('  the same less the time the GUI thread waited for a CPU (the machine\'s share):')
+    print(line('idle baseline', idle_own))
+    base = summary(idle_own)
+    bounds = [0.0, marks['opened'] + 0.1, marks['thumbnails'], marks['applied'], float('inf')]
+    for (label, _g), low, high in zip(parts.items(), bounds, bounds[1:]):
+        print(line(label, [o for o, t in zip(own, ends) if low < t <= high], base))
+    print(f'  before (HEAD): each thumbnail was decoded on the GUI thread, and each cover stored by calibre as sent: '
+          f'the window paused for the "before" times of (c), minutes for the worst; target: no pause over '
+          f'{PAUSE_TARGET_MS} ms')
+    gui.close()
+    QApplication.instance().processEvents()
+    db.close()
+
+# }}}
+
+
 def main() -> int:
     from calibre.gui2 import Application
     Application([])
     folder = tempfile.mkdtemp(prefix='bookai-bench-covers-')
     try:
+        if 'BOOKAI_BENCH_CRAFTED_ONLY' in os.environ:
+            crafted_before_and_after(folder)
+            review_pauses(folder)
+            return 0
         png = cover_png()
         print(f'image: 1024x1536 PNG, {len(png) / 1e6:.2f} MB ({len(png) * 4 / 3 / 1e6:.2f} MB as base64 in JSON); '
               f'aimock waits {DELAY_MS} ms before each (a fixture\'s chaos latencyMs)')
@@ -471,6 +754,8 @@ def main() -> int:
             for n in (3, 8):  # Book AI's default, and the most it allows
                 pauses(provider, n, db, ids)
             db.close()
+        crafted_before_and_after(folder)
+        review_pauses(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0

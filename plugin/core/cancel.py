@@ -29,6 +29,11 @@ class CancelToken:
     def cancelled(self) -> bool:
         return self._cancelled
 
+    def is_set(self) -> bool:
+        """cancelled, as a threading.Event says it: a CancelToken stops calibre's worker
+        (core.isolated.run's abort) as an Event would."""
+        return self._cancelled
+
     def cancel(self) -> None:
         """Stop: from now on cancelled is True, a wait() returns, an attached socket is shut down."""
         with self._lock:

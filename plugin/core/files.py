@@ -6,16 +6,23 @@ the model lists) goes through write_private(): readable by its owner only at eve
 moment, and replaced in one step, so that a crash never leaves half a file. A file
 that cannot be read back is never overwritten: set_aside() renames it out of the way
 first, never over one set aside before.
+
+Every folder of Book AI's own (private_roots(): calibre's cache/bookai, which holds the model
+lists, the text cache, the covers' Undo and staging, and the History) is 0700, so that not even
+the names in it (books, libraries, conversations) can be listed by another user:
+private_folder() makes each one so, and narrows one an older version made 0755 when it meets it.
 """
 
 import os
+import stat
 import tempfile
 
 
 def write_private(path: str, data: bytes | str) -> None:
-    """Replace the file at path with data, readable and writable by its owner only, at every moment."""
+    """Replace the file at path with data, readable and writable by its owner only, at every
+    moment, in a folder made by private_folder()."""
     folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    private_folder(folder)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix='.' + os.path.basename(path), suffix='.tmp')  # mode 0600
     try:
         with os.fdopen(fd, 'wb') as f:
@@ -39,3 +46,107 @@ def set_aside(path: str) -> str:
         kept = f'{path}.{n}.damaged'
     os.rename(path, kept)
     return kept
+
+
+class NotRegular(OSError):
+    """What is at a path is not a regular file (a FIFO, a device, a socket, a folder), whatever a
+    symbolic link on the way says: not opened, never waited on."""
+
+
+class TooBig(OSError):
+    """A file larger than the most its reader takes: not read."""
+
+
+def read_regular(path: str, most: int) -> bytes:
+    """The bytes of the regular file at path, at most `most` of them. It is opened without blocking
+    (a FIFO put in a file's place cannot make Book AI wait for a writer) and checked to be a regular
+    file on the descriptor opened, so a link swapped in between cannot lie. Raises NotRegular,
+    TooBig (larger than most, nothing read past it) or the OSError of opening or reading."""
+    flags = os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0) | getattr(os, 'O_NOCTTY', 0) | getattr(os, 'O_BINARY', 0)
+    fd = os.open(path, flags)
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not regular:
+        os.close(fd)
+        raise NotRegular(f'not a regular file: {path}')
+    with os.fdopen(fd, 'rb') as f:
+        data = f.read(most + 1)
+    if len(data) > most:
+        raise TooBig(f'larger than {most} bytes: {path}')
+    return data
+
+
+def is_regular(path: str) -> bool:
+    """Whether path is a regular file (following links), asked without opening it."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+PRIVATE_FOLDER_MODE = 0o700
+narrowed_roots: set[str] = set()  # the roots whose whole tree was narrowed in this process
+
+
+def private_roots() -> tuple[str, ...]:
+    """The folders that are Book AI's own, with all that is in them: calibre's cache/bookai (the
+    model lists, the text cache, the covers' Undo and staging) and the History
+    (config/plugins/bookai-history, as conversation.history keeps it)."""
+    from calibre.constants import cache_dir, config_dir  # late: only when a folder is made
+    return (os.path.join(cache_dir(), 'bookai'), os.path.join(config_dir, 'plugins', 'bookai-history'))
+
+
+def within(path: str, root: str) -> bool:
+    """Whether path is root or inside it."""
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # one relative, one absolute; another drive
+        return False
+
+
+def narrow(folder: str) -> None:
+    """Take away what others may do in folder (0755 becomes 0700), when it is a folder of this
+    user's; nothing is ever widened. Best effort: a folder that cannot be changed is left."""
+    try:
+        st = os.stat(folder)
+        mode = stat.S_IMODE(st.st_mode)
+        if stat.S_ISDIR(st.st_mode) and mode & 0o077 and st.st_uid == getattr(os, 'geteuid', lambda: st.st_uid)():
+            os.chmod(folder, mode & PRIVATE_FOLDER_MODE)
+    except OSError:
+        pass
+
+
+def private_folder(folder: str, top: str | None = None) -> str:
+    """Make folder, readable by its owner only. Within one of private_roots() (else below top, a
+    folder of Book AI's given by its caller, such as a text cache's), every folder from the root
+    down to folder is made 0700 whatever the umask, and one found wider is narrowed (narrow()); the
+    first time a root is met in a process, every folder under it is narrowed too. Folders above
+    the root are calibre's and left as they are; a folder outside any root and top is made 0700
+    as os.makedirs() makes it (calibre's plugins folder, for the settings, is never changed).
+    Returns folder; OSError when it cannot be made."""
+    folder = os.path.abspath(folder)
+    roots = [r for r in map(os.path.abspath, private_roots()) if within(folder, r)]
+    root = roots[0] if roots else os.path.abspath(top) if top is not None and within(
+        folder, os.path.abspath(top)) else None
+    if root is None:
+        os.makedirs(folder, mode=PRIVATE_FOLDER_MODE, exist_ok=True)
+        return folder
+    os.makedirs(os.path.dirname(root), exist_ok=True)  # calibre's: as calibre would make it
+    path = root
+    for part in [''] + os.path.relpath(folder, root).split(os.sep):
+        path = os.path.join(path, part) if part and part != '.' else path
+        try:
+            os.mkdir(path, PRIVATE_FOLDER_MODE)
+        except FileExistsError:
+            pass
+        narrow(path)
+    if root not in narrowed_roots:
+        narrowed_roots.add(root)
+        for where, folders, _files in os.walk(root):  # links are not followed, nor narrowed
+            for name in folders:
+                if not os.path.islink(os.path.join(where, name)):
+                    narrow(os.path.join(where, name))
+    return folder

@@ -24,12 +24,12 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
-from calibre_plugins.bookai.core.files import write_private
+from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular, write_private
 from calibre_plugins.bookai.core.images import EXTENSIONS, ImageResult
 from calibre_plugins.bookai.core.messages import Cost
 
@@ -91,16 +91,16 @@ class UnreadableRun(Exception):
 
 # the run {{{
 
-def book_requests(db, book_ids: Iterable[int], choices: 'CoverChoices') -> list[BookRequest]:
-    """One request per book of db (calibre's Cache) still in the library, its prompt built by
-    covers.prompt.cover_prompt() from the book's metadata and choices."""
-    from calibre_plugins.bookai.covers.prompt import cover_prompt
-    out = []
-    for book_id in book_ids:
-        if db.has_id(book_id):
-            mi = db.get_metadata(book_id)
-            out.append(BookRequest(book_id, mi.title or '', cover_prompt(mi, choices)))
-    return out
+def book_requests(db, book_ids: Iterable[int], choices: 'CoverChoices', abort: Any = None) -> tuple[list[BookRequest], list[str]]:
+    """(one request per book of db (calibre's Cache) still in the library, the notes on its
+    templates): each prompt built by covers.prompt.cover_prompts() from the book's metadata and
+    choices, every book's templates evaluated in one calibre worker. abort: what stops that worker
+    (an Event, or the run's CancelToken). From a thread or the command line only."""
+    from calibre_plugins.bookai.covers.prompt import cover_prompts
+    ids = [book_id for book_id in book_ids if db.has_id(book_id)]
+    books = [db.get_metadata(book_id) for book_id in ids]
+    prompts, notes = cover_prompts(books, choices, abort=abort)
+    return [BookRequest(book_id, mi.title or '', prompt) for book_id, mi, prompt in zip(ids, books, prompts)], notes
 
 
 def run_covers(requests: Iterable[BookRequest], provider, aspect: str, at_once: int, staging_dir: str,
@@ -326,17 +326,16 @@ def load_run(staging_dir: str) -> StagedRun | None:
     """The run staged in staging_dir, from its manifest; None when there is no manifest.
     Raises UnreadableRun, in words, when the manifest is damaged or not one a run writes."""
     path = os.path.join(staging_dir, MANIFEST)
-    try:
-        with open(path, 'rb') as f:
-            raw = f.read(MAX_MANIFEST_BYTES + 1)
+    damaged = _('The covers made earlier cannot be reviewed: the list of them ({path}) is damaged.').format(path=path)
+    try:  # a regular file only, opened without waiting (a FIFO in its place cannot hang the review)
+        raw = read_regular(path, MAX_MANIFEST_BYTES)
     except FileNotFoundError:
         return None
+    except (NotRegular, TooBig):
+        raise UnreadableRun(damaged) from None
     except OSError as e:
         raise UnreadableRun(_('The covers made earlier cannot be reviewed: {path} could not be read ({reason}).').format(
             path=path, reason=e.strerror or e)) from None
-    damaged = _('The covers made earlier cannot be reviewed: the list of them ({path}) is damaged.').format(path=path)
-    if len(raw) > MAX_MANIFEST_BYTES:
-        raise UnreadableRun(damaged)
     try:
         data = limits.load_json(raw, max_depth=8)
         if not isinstance(data, dict) or data.get('version') != MANIFEST_VERSION:

@@ -11,8 +11,10 @@ cover_undo_days), at most MAX_PER_BOOK per book and MAX_TOTAL_BYTES in all:
 it: whatever a settings value or a library says its id is, no path leaves ROOT. Each file
 is one entry: a header line (magic, JSON: whether the book had a cover, the size and SHA-256
 of the bytes, when it was kept), then the old cover's bytes. Written privately and in one
-step (core.files.write_private); an entry that cannot be read back whole is set aside
-(core.files.set_aside) and skipped, never overwritten, never an error.
+step (core.files.write_private); read back only from a regular file, opened without waiting
+(core.files.read_regular: a FIFO put in an entry's place cannot hang Undo); an entry that cannot
+be read back whole is set aside (core.files.set_aside) and skipped, never overwritten, never an
+error.
 """
 
 import hashlib
@@ -22,7 +24,8 @@ import re
 import time
 from typing import NamedTuple
 
-from calibre_plugins.bookai.core.files import set_aside, write_private
+from calibre_plugins.bookai.core import limits
+from calibre_plugins.bookai.core.files import read_regular, set_aside, write_private
 
 load_translations()
 
@@ -117,27 +120,28 @@ class CoverUndo:
         return name
 
     def read(self, path: str) -> KeptCover | None:
-        """The entry at path, or None when it cannot be read back whole (then it is set aside)."""
+        """The entry at path, or None when it cannot be read back whole (then it is set aside): a
+        regular file only (a FIFO, a device or a socket in its place is never opened to wait on,
+        whatever a link says: core.files.read_regular), at most an entry's largest size."""
         try:
-            with open(path, 'rb') as f:
-                head = f.read(len(MAGIC) + MAX_HEADER)
-                if not head.startswith(MAGIC) or b'\n' not in head:
-                    raise ValueError('not an entry')
-                line, _sep, rest = head[len(MAGIC):].partition(b'\n')
-                header = json.loads(line)
-                if not isinstance(header, dict):
-                    raise ValueError('not an entry')
-                size, digest, had, when = (header.get('size'), header.get('sha256'), header.get('had_cover'),
-                                           header.get('when'))
-                if not (isinstance(size, int) and not isinstance(size, bool) and 0 <= size <= MAX_ENTRY_BYTES
-                        and isinstance(digest, str) and isinstance(had, bool)
-                        and isinstance(when, (int, float)) and not isinstance(when, bool)):
-                    raise ValueError('not an entry')
-                need = size - len(rest)
-                data = rest if need < 0 else rest + f.read(need + 1)  # one more: a longer file shows
+            blob = read_regular(path, len(MAGIC) + MAX_HEADER + MAX_ENTRY_BYTES)
+            head = blob[:len(MAGIC) + MAX_HEADER]
+            if not head.startswith(MAGIC) or b'\n' not in head:
+                raise ValueError('not an entry')
+            line, _sep, _rest = head[len(MAGIC):].partition(b'\n')
+            header = limits.load_json(line, max_depth=2)
+            if not isinstance(header, dict):
+                raise ValueError('not an entry')
+            size, digest, had, when = (header.get('size'), header.get('sha256'), header.get('had_cover'),
+                                       header.get('when'))
+            if not (isinstance(size, int) and not isinstance(size, bool) and 0 <= size <= MAX_ENTRY_BYTES
+                    and isinstance(digest, str) and isinstance(had, bool)
+                    and isinstance(when, (int, float)) and not isinstance(when, bool)):
+                raise ValueError('not an entry')
+            data = blob[len(MAGIC) + len(line) + 1:]  # a longer or shorter file shows in its size
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             self._set_aside(path)
             return None
         if len(data) != size or hashlib.sha256(data).hexdigest() != digest or (not had and size):

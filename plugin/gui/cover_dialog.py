@@ -7,10 +7,12 @@ saved by name), its prompt to edit, the text rendered on the cover, the book's d
 context (off, as calibre), the aspect ratio. The prompt itself is built by covers.prompt, never
 here, so that what "What will be sent…" shows is what Generate sends.
 
-Nothing is sent before Generate. The request runs in a thread (gui.worker); its image is decoded
-when it has come, on the GUI thread (Qt decodes it: gui.worker's note), at most DISPLAY_SIDE
-pixels a side. Stop, Cancel and
-closing the window stop it through its CancelToken, and a result that comes after is dropped.
+Nothing is sent before Generate. The request runs in a thread (gui.worker); so does the decoding
+of its image, which Book AI does itself, bounded in time and memory, in calibre's worker process
+(core.images.decode_images): the window shows only Book AI's own picture of it (at most
+DISPLAY_SIDE pixels a side, made into a QImage without a decoder), and Use this cover gives
+Book AI's own JPEG of it (cover), never the bytes the service sent. Stop, Cancel and closing
+the window stop it through its CancelToken, and a result that comes after is dropped.
 The line at the bottom names the model, this image's cost and the total since the window opened,
 as the chat does (estimated from dated prices, or unknown, never free).
 """
@@ -21,20 +23,22 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from qt.core import (
-    QBuffer, QByteArray, QCheckBox, QCloseEvent, QComboBox, QDialog, QDialogButtonBox, QFont, QGroupBox,
-    QHBoxLayout, QImage, QImageReader, QInputDialog, QIODevice, QLabel, QLineEdit, QPainter, QPixmap,
-    QPlainTextEdit, QPushButton, QResizeEvent, QSize, QSizePolicy, QSplitter, QStackedWidget, Qt, QVBoxLayout,
-    QWidget,
+    QCheckBox, QCloseEvent, QComboBox, QDialog, QDialogButtonBox, QFont, QGroupBox, QHBoxLayout, QImage,
+    QInputDialog, QLabel, QLineEdit, QPainter, QPixmap, QPlainTextEdit, QPushButton, QResizeEvent, QSize,
+    QSizePolicy, QSplitter, QStackedWidget, Qt, QVBoxLayout, QWidget,
 )
 
 from calibre_plugins.bookai.conversation.conversation import usage_text
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
-from calibre_plugins.bookai.core.images import ASPECTS, Image, ImageResult
+from calibre_plugins.bookai.core.images import ASPECTS, Decoded, Image, ImageResult, decode_images
 from calibre_plugins.bookai.core.messages import Cost, Usage
 from calibre_plugins.bookai.core.web_links import shown
 from calibre_plugins.bookai.covers import styles
-from calibre_plugins.bookai.covers.prompt import CoverChoices, choices_from_prefs, cover_prompt, refine_prompt, remember
+from calibre_plugins.bookai.covers.prompt import (
+    CoverChoices, CoverTexts, choices_from_prefs, cover_prompt, evaluate_texts, refine_prompt, remember,
+)
+from calibre_plugins.bookai.gui.image_decoding import qimage
 from calibre_plugins.bookai.gui.preview import destination
 from calibre_plugins.bookai.gui.worker import run_in_thread
 from calibre_plugins.bookai.providers import pricing
@@ -48,7 +52,7 @@ if TYPE_CHECKING:
 
 load_translations()
 
-DISPLAY_SIDE = 1600    # pixels a side, at most, of the image as the window shows it (decoded so, in the thread)
+DISPLAY_SIDE = 1600    # pixels a side, at most, of the image as the window shows it (decoded so, in calibre's worker)
 ERROR_COLOR = '#c0392b'
 
 
@@ -133,23 +137,23 @@ def chosen_image_provider() -> 'AIProviderPlugin | None':
 # }}}
 
 
-def decoded(data: bytes, width: int, height: int, most: int) -> QImage:
-    """The image in data, decoded at most `most` pixels a side (width and height: as read from its
-    header); a null QImage when it cannot be read. On the GUI thread only (gui.worker's note)."""
-    buf = QBuffer()
-    buf.setData(QByteArray(data))
-    buf.open(QIODevice.OpenModeFlag.ReadOnly)
-    reader = QImageReader(buf)
-    reader.setAutoTransform(True)
-    if width > 0 and height > 0 and max(width, height) > most:
-        scale = most / max(width, height)
-        reader.setScaledSize(QSize(max(1, round(width * scale)), max(1, round(height * scale))))
-    image = reader.read()
-    buf.close()
-    if not image.isNull() and max(image.width(), image.height()) > most:  # a header that said less
-        image = image.scaled(most, most, Qt.AspectRatioMode.KeepAspectRatio,
-                             Qt.TransformationMode.SmoothTransformation)
-    return image
+def has_templates(choices: CoverChoices) -> bool:
+    """Whether the choices put the title, authors or series through a calibre template."""
+    return any(isinstance(t, str) and t.strip() for t in (choices.templates or {}).values())
+
+
+PromptFor = Callable[[CoverTexts | None], str]  # the prompt, given the book's texts through its templates
+
+
+def made_and_decoded(provider: 'AIProviderPlugin', prompt: str, aspect: str, source: Image | None,
+                     cancel: CancelToken) -> tuple[ImageResult, Decoded]:
+    """In a thread: the image the provider makes for prompt, and Book AI's own decoding of it, in
+    calibre's worker (core.images.decode_images): the picture to show, and the JPEG to put on the
+    book. Raises what generate_image() raises."""
+    result = provider.generate_image(prompt, aspect=aspect, source=source, cancel=cancel)
+    name = _('The image {provider} sent').format(provider=provider.display_name)
+    (decoded,) = decode_images([result.image.data], [name], cover=True, side=DISPLAY_SIDE, abort=cancel)
+    return result, decoded or Decoded(_('{image} could not be decoded.').format(image=name))
 
 
 class ImageView(QWidget):
@@ -363,7 +367,8 @@ class CoverPreviewDialog(QDialog):
     description is in it, whether an image goes with it, and the price of an image."""
 
     def __init__(self, provider: 'AIProviderPlugin', prompt: str, aspect: str, description: bool,
-                 with_image: bool = False, count: int = 1, parent: QWidget | None = None) -> None:
+                 with_image: bool = False, count: int = 1, templates: bool = False,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(_('What will be sent'))
         self.prompt = prompt
@@ -381,6 +386,9 @@ class CoverPreviewDialog(QDialog):
         if with_image:
             lines.append(escape(_('The current image goes with it, to be changed.')))
         lines.append(escape(price_sentence(provider, aspect, count)))
+        if templates:  # a preview evaluates nothing a file brought in
+            lines.append(escape(_('Your calibre templates for the title, authors and series are applied when the '
+                                  'cover is made; here the fields are shown as they are.')))
         lines.append(escape(_('Nothing else is sent: no file of the book, nothing about your library.')))
         self.summary = QLabel('<p>' + '<br>'.join(lines) + '</p>', self)
         self.summary.setWordWrap(True)
@@ -486,7 +494,10 @@ class CoverDialog(CoverWindow):
         self.costs: list[Cost | None] = []       # of every image made while the window was open
         self.note = ''
         self.sent_prompt = ''  # the prompt of the last request sent
-        self.cover_data: bytes | None = None
+        self.texts: CoverTexts | None = None  # the title, authors and series through their templates, once evaluated
+        self.template_notes: list[str] = []  # what became of the templates (one failed, took too long...)
+        self.decoded: Decoded | None = None      # the image shown, as Book AI decoded it and wrote it anew
+        self.cover: Decoded | None = None        # after Use this cover: what goes on the book
         self.closed = False
         self.setWindowTitle(_('Generate cover with AI'))
         self.setup_ui()
@@ -567,6 +578,11 @@ class CoverDialog(CoverWindow):
         return self.cancel is not None
 
     @property
+    def cover_data(self) -> bytes | None:
+        """The cover chosen, as it goes into the library: Book AI's own JPEG (None when none was chosen)."""
+        return self.cover.jpeg if self.cover is not None else None
+
+    @property
     def can_edit(self) -> bool:
         return self.provider is not None and bool(self.provider.capabilities & Capability.IMAGE_EDITING)
 
@@ -591,55 +607,68 @@ class CoverDialog(CoverWindow):
 
     # requests {{{
 
-    def generate_request(self) -> tuple[str, Image | None, CoverChoices]:
-        """(prompt, source image, choices) of Generate: a new cover from the choices shown."""
+    def generate_request(self) -> tuple[PromptFor, Image | None, CoverChoices]:
+        """(the prompt for the book's texts, source image, choices) of Generate: a new cover from the
+        choices shown."""
         choices = self.choices.choices()
-        return cover_prompt(self.mi, choices), None, choices
+        return lambda texts: cover_prompt(self.mi, choices, texts=texts), None, choices
 
-    def refine_request(self, change: str) -> tuple[str, Image | None, CoverChoices]:
-        """(prompt, source image, choices) of Refine: the image shown, changed, where the provider can
-        change an image; else made again from scratch with every change asked for added, as calibre."""
+    def refine_request(self, change: str) -> tuple[PromptFor, Image | None, CoverChoices]:
+        """(the prompt for the book's texts, source image, choices) of Refine: the image shown, changed,
+        where the provider can change an image; else made again from scratch with every change asked
+        for added, as calibre."""
         if self.can_edit and self.image is not None:
             choices = self.choices.choices()
-            return refine_prompt(self.mi, choices, change), self.image, choices
+            return lambda texts: refine_prompt(self.mi, choices, change, texts=texts), self.image, choices
         choices = self.first_choices or self.choices.choices()
-        return cover_prompt(self.mi, choices, tuple(self.refinements + [change])), None, choices
+        refinements = tuple(self.refinements + [change])
+        return lambda texts: cover_prompt(self.mi, choices, refinements, texts=texts), None, choices
 
     def generate_or_stop(self) -> None:
         if self.busy:
             self.stop()
             return
-        prompt, source, choices = self.generate_request()
+        prompt_for, source, choices = self.generate_request()
         if not choices.style_text.strip():
             from calibre.gui2 import error_dialog
             error_dialog(self, _('No prompt'), _('Describe the cover you want in the prompt box before generating '
                                                  'it.'), show=True)
             return
         self.choices.remember()
-        self.send(prompt, source, choices, change=None)
+        self.send(prompt_for, source, choices, change=None)
 
     def refine(self) -> None:
         change = self.change_edit.text().strip()
         if self.busy or self.image is None or not change:
             return
-        prompt, source, choices = self.refine_request(change)
+        prompt_for, source, choices = self.refine_request(change)
         self.note = '' if source is not None else _(
             'Note: the selected AI model cannot edit images, so the cover is regenerated from scratch with your '
             'refinements added to the prompt. Results may differ noticeably.')
-        self.send(prompt, source, choices, change=change)
+        self.send(prompt_for, source, choices, change=change)
 
-    def send(self, prompt: str, source: Image | None, choices: CoverChoices, change: str | None) -> None:
-        """One request, in a thread; the answer comes to request_done(), which decodes the image."""
+    def send(self, prompt_for: PromptFor, source: Image | None, choices: CoverChoices, change: str | None) -> None:
+        """One request, in a thread: the book's title, authors and series through their templates the
+        first time (in calibre's worker: covers.prompt.evaluate_texts), the prompt, the image; the
+        answer comes to request_done(), which shows the image Book AI decoded."""
         provider = self.provider
         if provider is None or provider_problem(provider):
             self.show_page()
             return
         cancel = self.cancel = CancelToken()
-        self.sent_prompt = prompt  # what was sent last (for the tests, and a bug report)
-        aspect = choices.aspect
+        aspect, mi, texts = choices.aspect, self.mi, self.texts
 
-        run_in_thread(lambda: provider.generate_image(prompt, aspect=aspect, source=source, cancel=cancel),
-                      lambda result, exc: self.request_done(cancel, result, exc, choices, change), self)
+        def work() -> tuple[CoverTexts, list[str], str, tuple[ImageResult, Decoded]]:
+            notes: list[str] = []
+            if texts is None:
+                evaluated = evaluate_texts([mi], choices.templates, abort=cancel)
+                book_texts, notes = evaluated.texts[0], evaluated.notes
+            else:
+                book_texts = texts
+            prompt = prompt_for(book_texts)
+            return book_texts, notes, prompt, made_and_decoded(provider, prompt, aspect, source, cancel)
+
+        run_in_thread(work, lambda out, exc: self.request_done(cancel, out, exc, choices, change), self)
         self.status.setStyleSheet('')
         self.status.setText((self.note + '\n' if change is not None and self.note else '') + _(
             'Generating cover, this can take a while...'))
@@ -650,20 +679,30 @@ class CoverDialog(CoverWindow):
         if self.cancel is not None:
             self.cancel.cancel()
 
-    def request_done(self, cancel: CancelToken, result: ImageResult | None, exc: Exception | None,
-             choices: CoverChoices, change: str | None) -> None:
+    def request_done(self, cancel: CancelToken,
+                     out: tuple[CoverTexts, list[str], str, tuple[ImageResult, Decoded]] | None,
+                     exc: Exception | None, choices: CoverChoices, change: str | None) -> None:
         if self.closed or cancel is not self.cancel:
             return  # a request stopped, or of a window closed: its answer is dropped
         self.cancel = None
-        if exc is not None or result is None:
+        made = None
+        if out is not None:
+            self.texts, notes, self.sent_prompt, made = out  # sent_prompt: what was sent last (tests, bug reports)
+            self.template_notes = notes or self.template_notes
+        if exc is None and cancel.cancelled:
+            exc = Cancelled()
+        if exc is not None or made is None:
             self.failed(exc)
             return
-        image = decoded(result.image.data, result.image.width, result.image.height, DISPLAY_SIDE)  # Qt: here
+        result, decoded = made
+        image = qimage(decoded.pixels) if decoded.ok else QImage()  # Book AI's own rows: no decoder here
         if image.isNull():
-            self.failed(None, _('The image {provider} sent could not be read.').format(
+            self.failed(None, decoded.problem or _('The image {provider} sent could not be read.').format(
                 provider=self.provider.display_name))
+            if not decoded.ok:  # the service was paid for an image Book AI will not use: its cost still counts
+                self.costs.append(result.usage.cost)
             return
-        self.image_result, self.image = result, result.image
+        self.image_result, self.image, self.decoded = result, result.image, decoded
         if change is None:
             self.first_choices, self.refinements = choices, []
         else:
@@ -702,13 +741,15 @@ class CoverDialog(CoverWindow):
         text = ' · '.join(parts)
         if self.note and self.refinements and not self.can_edit:
             text = self.note + '\n' + text
+        if self.template_notes:
+            text = '\n'.join(self.template_notes) + '\n' + text
         self.status.setStyleSheet('')
         self.status.setText(text)
 
     def start_over(self) -> None:
         if self.busy:
             return
-        self.image = self.image_result = self.first_choices = None
+        self.image = self.image_result = self.first_choices = self.decoded = None
         self.refinements = []
         self.note = ''
         self.view.set_image(QImage())
@@ -719,7 +760,7 @@ class CoverDialog(CoverWindow):
             total_cost(self.costs), self.provider is not None and self.provider.is_local)) if self.costs else '')
         self.update_state()
 
-    def preview_request(self) -> tuple[str, Image | None, CoverChoices]:
+    def preview_request(self) -> tuple[PromptFor, Image | None, CoverChoices]:
         """What the next click sends: Refine's request when a change is typed under an image, else Generate's."""
         change = self.change_edit.text().strip()
         if self.image is not None and change:
@@ -729,17 +770,18 @@ class CoverDialog(CoverWindow):
     def show_preview(self) -> None:
         if self.provider is None:
             return
-        prompt, source, choices = self.preview_request()
-        self.preview = CoverPreviewDialog(self.provider, prompt, choices.aspect, choices.description and bool(
-            self.mi.comments), with_image=source is not None, parent=self)
+        prompt_for, source, choices = self.preview_request()
+        self.preview = CoverPreviewDialog(
+            self.provider, prompt_for(self.texts), choices.aspect, choices.description and bool(self.mi.comments),
+            with_image=source is not None, templates=self.texts is None and has_templates(choices), parent=self)
         self.preview.exec()
 
     # }}}
 
     def accept(self) -> None:
-        if self.image is None or self.busy:
+        if self.image is None or self.decoded is None or self.busy:
             return
-        self.cover_data = self.image.data
+        self.cover = self.decoded
         self.finish()
         super().accept()
 
@@ -823,7 +865,7 @@ class BulkCoverDialog(CoverWindow):
         choices = self.choices.choices()
         self.preview = CoverPreviewDialog(self.provider, cover_prompt(self.sample, choices), choices.aspect,
                                           choices.description and bool(self.sample.comments), count=self.count,
-                                          parent=self)
+                                          templates=has_templates(choices), parent=self)
         self.preview.exec()
 
     @property

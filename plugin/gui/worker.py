@@ -13,6 +13,14 @@ included; if the GUI thread holds that lock and needs Python (calibre prints Qt'
 Python), calibre hangs for good. So a thread never calls Qt except to emit, and work that needs
 Qt is cut into steps (run_in_steps) short enough that the window never waits long.
 
+An image from outside (a cover a service made, a cover staged or kept for Undo, a book's cover for a
+thumbnail) is never decoded in calibre's process at all, on any thread: a decoder given a crafted
+image can take minutes and gigabytes, however short the steps. A thread has it decoded by Book AI
+in calibre's worker process (core.images.decode_images, through core.isolated.run: bounded in time
+and memory, killed past them), which sends back Book AI's own small baseline JPEG and RGB rows;
+the GUI thread makes a QImage of those rows (gui.image_decoding.qimage, a copy, no decoder) and
+gives calibre the JPEG to store, one a step.
+
 For the same reason Python's garbage is collected on the GUI thread only, once Book AI starts a
 thread: left automatic, a collection runs in whichever thread happens to allocate, and a window
 nobody refers to any more (a closed dialog, kept alive only by its own connections) is destroyed

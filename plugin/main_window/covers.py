@@ -6,7 +6,7 @@ Imported only when one of them is chosen (action.py): a reader who never makes a
 loads any of this.
 
 - One book: gui.cover_dialog.CoverDialog, then the cover chosen put on the book
-  (covers.library.replace_cover, the old one kept for Undo first).
+  (covers.library.replace_cover, the old one kept for Undo first, the new one read back).
 - Many books: gui.cover_dialog.BulkCoverDialog for the choices, then ONE calibre job
   (calibre.gui2.threaded_jobs.ThreadedJob, the same on calibre 6.13, 8.5 and 9.17) that builds
   the prompts and runs covers.bulk.run_covers: its progress in the Jobs panel, Stop from there
@@ -18,37 +18,41 @@ loads any of this.
   once that library is open again. Nothing is ever applied to another library.
 - Undo cover change puts back what Book AI replaced (covers.library.undo_cover).
 
-The main window never waits long: prompts are built, images fetched and staged, old covers
-forgotten in threads that never call Qt; what calls Qt (decoding a thumbnail, calibre storing a
-cover) runs on the GUI thread, one cover a step (gui.worker's note says why).
+The main window never waits long, and never decodes an image from outside: prompts are built,
+images fetched and staged, old covers forgotten, covers read, in threads that never call Qt;
+every image is decoded by Book AI itself in calibre's worker process, bounded in time and memory
+(core.images.decode_images, from those threads), and comes back as Book AI's own: a small
+baseline JPEG for the library, RGB rows for a thumbnail. What calls Qt runs on the GUI thread:
+a thumbnail made from those rows (no decoder), and calibre storing Book AI's JPEG, one cover a
+step (gui.worker's note says why).
 """
 
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from typing import TYPE_CHECKING, Any
 
 from qt.core import (
-    QCheckBox, QDialog, QDialogButtonBox, QFrame, QGridLayout, QHBoxLayout, QImage, QLabel, QObject, QPixmap,
+    QApplication, QCheckBox, QDialog, QDialogButtonBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QObject, QPixmap,
     QPushButton, QScrollArea, QSize, Qt, QVBoxLayout, QWidget,
 )
 
-from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import CancelToken
-from calibre_plugins.bookai.core.images import sniff
+from calibre_plugins.bookai.core.errors import ProviderError
+from calibre_plugins.bookai.core.images import Decoded, decode_images, structure
 from calibre_plugins.bookai.core.web_links import shown
 from calibre_plugins.bookai.covers.bulk import (
-    BookRequest, CoverOutcome, StagedRun, discard_run, new_staging_dir, run_covers, staged_runs,
+    CoverOutcome, StagedRun, book_requests, discard_run, new_staging_dir, run_covers, staged_runs,
 )
-from calibre_plugins.bookai.covers.library import BookGone, library_id_of, replace_cover, undo_cover
-from calibre_plugins.bookai.covers.prompt import CoverChoices, cover_prompt
-from calibre_plugins.bookai.covers.undo import CoverUndo, NotKept
+from calibre_plugins.bookai.covers.library import BookGone, NotReplaced, library_id_of, replace_cover, undo_cover
+from calibre_plugins.bookai.covers.prompt import CoverChoices
+from calibre_plugins.bookai.covers.undo import CoverUndo, KeptCover, NotKept
 from calibre_plugins.bookai.gui.cover_dialog import (
-    BulkCoverDialog, CoverDialog, chosen_image_provider, cost_text, decoded, provider_problem,
-    total_cost,
+    BulkCoverDialog, CoverDialog, chosen_image_provider, cost_text, provider_problem, total_cost,
 )
+from calibre_plugins.bookai.gui.image_decoding import qimage
 from calibre_plugins.bookai.gui.worker import collect_garbage_on_gui_thread, run_in_steps, run_in_thread
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
@@ -61,8 +65,8 @@ if TYPE_CHECKING:
 load_translations()
 
 JOB_TYPE = 'bookai-covers'
-THUMB_SIDE = 180          # pixels a side of a cover as the review shows it (decoded so)
-MAX_COVER_BYTES = limits.MAX_IMAGE_BYTES  # of a staged cover read back to be applied
+THUMB_SIDE = 180          # pixels a side of a cover as the review shows it (decoded so, in calibre's worker)
+THUMBS_AT_ONCE = 12       # covers decoded by one worker for the review, then shown, before the next
 
 # what this session keeps alive: the jobs under way (and the staging folders they are filling), and
 # the review windows open
@@ -136,25 +140,18 @@ class Applied:
     failed: list[tuple[int, str]]  # book id, why (in words)
 
 
-def put_cover(db: Any, library_id: str, book_id: int, source: bytes | str, undo: CoverUndo) -> str | None:
-    """Put one cover (its bytes, or the path of a staged one) on its book, the old one kept for Undo
-    first: None when done, else why not, in words. On the GUI thread (calibre decodes and stores
-    the cover with Qt: gui.worker's note), one book a step."""
+def put_cover(db: Any, library_id: str, book_id: int, cover: Decoded | str, undo: CoverUndo) -> str | None:
+    """Put one cover, as Book AI decoded it (or why it could not, in words), on its book, the old one
+    kept for Undo first: None when done, else why not, in words. On the GUI thread (calibre decodes
+    and stores the cover with Qt: gui.worker's note), one book a step."""
+    if isinstance(cover, str):
+        return cover
     try:
-        if isinstance(source, str):
-            with open(source, 'rb') as f:
-                data = f.read(MAX_COVER_BYTES + 1)
-            if len(data) > MAX_COVER_BYTES:
-                raise OSError(_('the staged cover is too large'))
-        else:
-            data = source
-        replace_cover(db, library_id, book_id, data, undo)
+        replace_cover(db, library_id, book_id, cover, undo)
         return None
-    except (BookGone, NotKept) as e:
+    except (BookGone, NotKept, NotReplaced) as e:
         return str(e)
-    except OSError as e:
-        return _('The cover could not be written: {reason}').format(reason=e.strerror or e)
-    except Exception as e:  # calibre could not store it: this book's failure, in words, the others go on
+    except Exception as e:  # anything else: this book's failure, in words, the others go on (the old cover is back)
         return _('The cover could not be written: {reason}').format(reason=f'{type(e).__name__}: {e}')
 
 
@@ -166,12 +163,31 @@ def forget_old_covers(undo: CoverUndo) -> None:
         pass
 
 
-def apply_covers(gui: 'Main', library_id: str, items: Sequence[tuple[int, bytes | str]],
+def covers_to_apply(items: Sequence[tuple[int, 'bytes | str | Decoded']]) -> list[Decoded | str]:
+    """Each item's cover as Book AI decoded it, bounded, in calibre's worker (core.images.decode_images),
+    or why it cannot be used, in words: in a thread, never the GUI thread. A staged cover (a path) is
+    read as a regular file only, bounded; one decoded already (the one-book window's) is used as it is."""
+    out: list[Decoded | str | None] = [None] * len(items)
+    sources, where = [], []
+    for i, (_book_id, source) in enumerate(items):
+        if isinstance(source, Decoded):
+            out[i] = source if source.ok else source.problem
+        else:
+            sources.append(source)
+            where.append(i)
+    name = _('The new cover')
+    for i, d in zip(where, decode_images(sources, [name] * len(sources), cover=True)):
+        out[i] = d if d is not None and d.ok else (d.problem if d is not None else _('There is no new cover.'))
+    return out  # type: ignore[return-value]
+
+
+def apply_covers(gui: 'Main', library_id: str, items: Sequence[tuple[int, 'bytes | str | Decoded']],
                  then: Callable[[Applied], None] | None = None, titles: dict[int, str] | None = None,
                  parent: QObject | None = None) -> bool:
-    """Put the covers on their books, one a step on the GUI thread (old covers forgotten in a
-    thread first), then refresh calibre's views and say what failed. False (and nothing done) when
-    the library open is not library_id."""
+    """Put the covers on their books: in a thread, old covers forgotten and each cover decoded by Book AI
+    itself (covers_to_apply); then, one a step on the GUI thread, each put on its book and read back;
+    then refresh calibre's views and say what failed. False (and nothing done) when the library open
+    is not library_id."""
     db = current_db(gui)
     if library_id_of(db) != library_id:
         error(gui, _('Another library is open'), _(
@@ -198,9 +214,19 @@ def apply_covers(gui: 'Main', library_id: str, items: Sequence[tuple[int, bytes 
         if then is not None:
             then(applied)
 
+    def prepare() -> list[Decoded | str]:  # in a thread: files and calibre's worker, no Qt
+        forget_old_covers(undo)
+        return covers_to_apply(items)
+
+    def prepared(covers: list[Decoded | str] | None, exc: Exception | None) -> None:
+        if exc is not None or covers is None or len(covers) != len(items):
+            why = _('The covers could not be decoded: {error}').format(error=f'{type(exc).__name__}: {exc}')
+            covers = [why] * len(items)
+        run_in_steps(list(zip(items, covers)), lambda pair: put_cover(db, library_id, pair[0][0], pair[1], undo),
+                     done, owner)
+
     owner = parent or gui
-    run_in_thread(lambda: forget_old_covers(undo), lambda r, e: run_in_steps(
-        items, lambda item: put_cover(db, library_id, item[0], item[1], undo), done, owner), owner)
+    run_in_thread(prepare, prepared, owner)
     return True
 
 
@@ -228,8 +254,8 @@ def generate_cover(gui: 'Main') -> None:
     mi = db.get_metadata(book_id)
     d = CoverDialog(mi, book_id, library_id, gui, open_settings=settings_opener(gui))
     try:
-        if d.exec() == QDialog.DialogCode.Accepted and d.cover_data is not None:
-            apply_covers(gui, library_id, [(book_id, d.cover_data)], titles={book_id: mi.title or ''})
+        if d.exec() == QDialog.DialogCode.Accepted and d.cover is not None:
+            apply_covers(gui, library_id, [(book_id, d.cover)], titles={book_id: mi.title or ''})
     finally:
         d.deleteLater()
 
@@ -245,6 +271,7 @@ class JobResult:
     library_path: str
     outcomes: list[CoverOutcome]
     local: bool = False  # made on this computer: no cost
+    notes: list[str] = field(default_factory=list)  # what became of the templates (one failed, took too long...)
 
 
 def make_covers(db: Any, ids: Sequence[int], choices: CoverChoices, provider: 'AIProviderPlugin', at_once: int,
@@ -271,14 +298,10 @@ def make_covers(db: Any, ids: Sequence[int], choices: CoverChoices, provider: 'A
 
     staging = ''
     try:
-        requests = []
-        for book_id in ids:
-            if cancel.cancelled:
-                break
-            if not db.has_id(book_id):
-                continue
-            mi = db.get_metadata(book_id)
-            requests.append(BookRequest(book_id, mi.title or '', cover_prompt(mi, choices)))
+        requests, notes = book_requests(db, ids, choices, abort=cancel)
+        if log is not None:
+            for note in notes:
+                log(note)
         staging = new_staging_dir()
         filling.add(staging)
         tell(0.0, ngettext('Making a cover', 'Making {count} covers', len(requests)).format(count=len(requests)))
@@ -294,7 +317,7 @@ def make_covers(db: Any, ids: Sequence[int], choices: CoverChoices, provider: 'A
 
         outcomes = run_covers(requests, provider, choices.aspect, at_once, staging, cancel, progress,
                               library_id=library_id, library_path=library_path)
-        return JobResult(staging, library_id, library_path, outcomes, provider.is_local)
+        return JobResult(staging, library_id, library_path, outcomes, provider.is_local, notes)
     finally:
         over.set()
         filling.discard(staging)
@@ -364,6 +387,8 @@ def job_done(gui: 'Main', job: 'ThreadedJob') -> None:
         say(gui, _('Book AI: stopped before any cover was made.'))
         return
     run = StagedRun(result.staging_dir, result.library_id, result.library_path, 0.0, True, result.outcomes)
+    if result.notes:
+        say(gui, _('Book AI: {notes}').format(notes=' '.join(result.notes)), 0)
     if current_library_id(gui) == result.library_id:
         open_review(gui, run, local=result.local)
     else:
@@ -415,15 +440,6 @@ def review_covers(gui: 'Main') -> None:
             info_dialog(gui, _('Review generated covers'), _('No new covers are waiting for review.'), show=True)
 
     run_in_thread(staged_runs, found, gui)
-
-
-def thumbnail(data: bytes | None) -> QImage:
-    """A cover as the review shows it, decoded at most THUMB_SIDE a side (on the GUI thread)."""
-    if not data:
-        return QImage()
-    mime, size = sniff(data)
-    width, height = size if size else (0, 0)
-    return decoded(data, width, height, THUMB_SIDE)
 
 
 class CoverReview(QDialog):
@@ -543,36 +559,61 @@ class CoverReview(QDialog):
         self.all_button.setEnabled(not self.busy and has)
         self.none_button.setEnabled(not self.busy and has)
 
-    # thumbnails, one a step {{{
+    # thumbnails, a few at a time {{{
 
     def load_thumbnails(self) -> None:
-        """Each cover read and decoded small on the GUI thread (Qt decodes it: gui.worker's note),
-        one a step, so the review is shown at once and fills in."""
+        """Each book's cover and the new one, read and decoded small by Book AI in calibre's worker,
+        THUMBS_AT_ONCE at a time, in a thread (core.images.decode_images); each few shown as they
+        come (a QImage made from Book AI's own rows, no decoder on the GUI thread), so the review
+        is shown at once and fills in."""
         db = current_db(self.gui)
         items = [(o.book_id, which, o.path) for o in self.run.made for which in ('old', 'new')]
+        batches = [items[i:i + THUMBS_AT_ONCE] for i in range(0, len(items), THUMBS_AT_ONCE)]
+        self.loading_stopped = threading.Event()
+        stopped = self.loading_stopped
 
-        def step(item: tuple[int, str, str]) -> None:
-            book_id, which, path = item
-            try:
-                if which == 'old':
-                    data = db.cover(book_id) if db.has_id(book_id) else None
-                else:
-                    with open(path, 'rb') as f:
-                        data = f.read(MAX_COVER_BYTES + 1)
-                    data = data if len(data) <= MAX_COVER_BYTES else None
-                image = thumbnail(data)
-            except Exception:  # a cover that cannot be read is shown as none
-                image = QImage()
-            self.show_thumbnail(book_id, which, image)
+        def old_cover(book_id: int) -> Callable[[], bytes | None]:
+            return lambda: db.cover(book_id) if db.has_id(book_id) else None
 
-        self.loading = run_in_steps(items, step, None, self)
+        def decode(batch: list[tuple[int, str, str]]) -> list[Decoded | None]:  # in a thread
+            sources = [old_cover(book_id) if which == 'old' else path for book_id, which, path in batch]
+            names = [_("The book's cover") if which == 'old' else _('The new cover') for _b, which, _p in batch]
+            return decode_images(sources, names, cover=False, side=THUMB_SIDE, abort=stopped)
 
-    def show_thumbnail(self, book_id: int, which: str, image: QImage) -> None:
+        def next_batch(k: int) -> None:
+            if k >= len(batches) or stopped.is_set():
+                return
+            batch = batches[k]
+
+            def show(results: list[Decoded | None] | None, exc: Exception | None) -> None:
+                if stopped.is_set():  # the window was closed meanwhile (set before it goes)
+                    return
+                results = results if results is not None and len(results) == len(batch) else [
+                    Decoded(_('It could not be decoded.'))] * len(batch)
+                try:
+                    for (book_id, which, _path), d in zip(batch, results):
+                        self.show_thumbnail(book_id, which, d)
+                except RuntimeError:  # the window was destroyed without being closed (calibre quit)
+                    stopped.set()
+                    return
+                next_batch(k + 1)
+            # the relay belongs to the application: a worker that ends as the window goes never meets a
+            # relay being destroyed; what it brings is dropped (stopped) once the window is closed
+            run_in_thread(lambda: decode(batch), show, QApplication.instance())
+
+        next_batch(0)
+
+    def show_thumbnail(self, book_id: int, which: str, decoded: Decoded | None) -> None:
         label = self.thumbs.get((book_id, which))
         if label is None:
             return
+        if decoded is None:
+            label.setText(_('No cover'))
+            return
+        image = qimage(decoded.pixels)
         if image.isNull():
-            label.setText(_('No cover') if which == 'old' else _('Cannot be shown'))
+            label.setText(_('Cannot be shown'))
+            label.setToolTip(shown(decoded.problem))
         else:
             label.setPixmap(QPixmap.fromImage(image))
 
@@ -638,7 +679,7 @@ class CoverReview(QDialog):
     def done(self, r: int) -> None:
         """Closed, however (Close, Esc, the window's close button, a library switch): what was not
         applied or discarded stays staged, for Review generated covers…."""
-        self.loading.stop()
+        self.loading_stopped.set()
         if self in reviews:
             reviews.remove(self)
         if not self.boxes and self.run.outcomes:  # only failures: nothing to keep for later
@@ -660,8 +701,21 @@ def undoable(gui: 'Main', ids: Sequence[int]) -> bool:
     return bool(set(CoverUndo().books(current_library_id(gui))) & set(ids))
 
 
+def kept_for_undo(library_id: str, book_id: int, undo: CoverUndo) -> KeptCover | str | None:
+    """What Undo would put back on the book (read from Book AI's cache, regular files only), its
+    structure checked; why it cannot be used, in words; None when there is nothing. In a thread."""
+    kept = undo.last(library_id, book_id)
+    if kept is not None and kept.data is not None:
+        try:
+            structure(kept.data, _('The cover kept for Undo'))
+        except ProviderError as e:
+            return str(e)
+    return kept
+
+
 def undo_covers(gui: 'Main', ids: Sequence[int]) -> None:
-    """Put back the covers Book AI last replaced on the books ids (a book a step), then refresh."""
+    """Put back the covers Book AI last replaced on the books ids: what is kept for them read in a
+    thread, then a book a step on the GUI thread (calibre stores a cover with Qt), then refresh."""
     ids = list(ids)
     if not ids:
         error(gui, _('Cannot undo'), _('No books selected'))
@@ -670,11 +724,16 @@ def undo_covers(gui: 'Main', ids: Sequence[int]) -> None:
     library_id = library_id_of(db)
     undo = CoverUndo()
 
-    def step(book_id: int) -> bool | str:
+    def step(pair: tuple[int, KeptCover | str | None]) -> bool | str:
         """True: put back; False: nothing to undo; else why not, in words."""
+        book_id, kept = pair
+        if kept is None:
+            return False
+        if isinstance(kept, str):
+            return kept
         try:
-            return undo_cover(db, library_id, book_id, undo)
-        except BookGone as e:
+            return undo_cover(db, library_id, book_id, undo, kept)
+        except (BookGone, NotReplaced) as e:
             return str(e)
         except Exception as e:  # calibre could not write it: said, the others go on
             return f'{type(e).__name__}: {e}'
@@ -694,7 +753,16 @@ def undo_covers(gui: 'Main', ids: Sequence[int]) -> None:
         if failed:
             error(gui, _('Cannot undo'), '<br>'.join(escape(shown(f)) for f in failed))
 
-    run_in_steps(ids, step, done, gui)  # on the GUI thread: calibre stores a cover with Qt
+    def read() -> list[KeptCover | str | None]:  # in a thread: Book AI's cache, no Qt
+        return [kept_for_undo(library_id, book_id, undo) for book_id in ids]
+
+    def found(kept: list[KeptCover | str | None] | None, exc: Exception | None) -> None:
+        if exc is not None or kept is None:
+            error(gui, _('Cannot undo'), _('The covers could not be put back: {error}').format(error=exc))
+            return
+        run_in_steps(list(zip(ids, kept)), step, done, gui)  # on the GUI thread: calibre stores a cover with Qt
+
+    run_in_thread(read, found, gui)
 
 # }}}
 

@@ -385,3 +385,37 @@ def test_runs_are_staged_in_the_cache_listed_and_discarded(server):
     os.remove(os.path.join(first, 'not ours.txt'))
     discard_run(first)
     assert not os.path.exists(first)
+
+
+@pytest.mark.parametrize('kind', ['fifo', 'link to a fifo', 'folder'])
+def test_a_manifest_that_is_not_a_file_is_refused_at_once(tmp_path, kind):
+    """A FIFO in the manifest's place (or a link to one) is never opened to wait on: refused in
+    words at once, never hanging Review generated covers… (its folder is read in a thread, which
+    would wait for ever)."""
+    from pathlib import Path
+
+    from calibre_plugins.bookai.covers.bulk import UnreadableRun, load_run, staged_runs, staging_root
+    folder = Path(staging_root()) / '20260101-000000-abcdef'  # where runs are staged, named as a run's folder
+    folder.mkdir(parents=True)
+    manifest = folder / 'manifest.json'
+    if kind == 'fifo':
+        os.mkfifo(manifest)
+    elif kind == 'link to a fifo':
+        os.mkfifo(tmp_path / 'pipe')
+        os.symlink(tmp_path / 'pipe', manifest)
+    else:
+        manifest.mkdir()
+    outcome = {}
+
+    def read():
+        try:
+            load_run(str(folder))
+        except UnreadableRun as e:
+            outcome['said'] = str(e)
+        outcome['listed'] = [r.staging_dir for r in staged_runs()]
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(30)
+    assert not t.is_alive(), 'it hangs'
+    assert outcome['said'].startswith('The covers made earlier cannot be reviewed')
+    assert str(folder) not in outcome['listed']

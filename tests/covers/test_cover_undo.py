@@ -178,3 +178,46 @@ def test_the_default_root_is_in_calibres_cache():
     from calibre.constants import cache_dir
     from calibre_plugins.bookai.covers.undo import CoverUndo
     assert CoverUndo().root == os.path.join(cache_dir(), 'bookai', 'covers-undo')
+
+
+def within(seconds: float, fn):
+    """fn() in a thread; an AssertionError if it has not returned after seconds (a hang guard, not a
+    measure of speed)."""
+    import threading
+    box = {}
+    t = threading.Thread(target=lambda: box.update(result=fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), 'it hangs'
+    return box.get('result')
+
+
+@pytest.mark.parametrize('kind', ['fifo', 'link to a fifo', 'link to a device', 'folder'])
+def test_what_is_not_a_file_in_an_entrys_place_is_set_aside_at_once(undo, kind, tmp_path):
+    """Issue 26: a FIFO as the newest Undo entry hung cover --undo (a plain open() waits for a writer).
+    Only regular files are opened, without waiting: what else is there is set aside, never opened."""
+    undo.keep(LIB, 4, b'the cover before')
+    folder = os.path.join(undo.root, LIB, '4')
+    newest = os.path.join(folder, f'{time.time_ns() + 10 ** 9}.cover')
+    if kind == 'fifo':
+        os.mkfifo(newest)
+    elif kind == 'link to a fifo':
+        os.mkfifo(tmp_path / 'pipe')
+        os.symlink(tmp_path / 'pipe', newest)
+    elif kind == 'link to a device':
+        os.symlink('/dev/zero', newest)
+    else:
+        os.mkdir(newest)
+    kept = within(30, lambda: undo.last(LIB, 4))
+    assert kept is not None and kept.data == b'the cover before'
+    assert not os.path.lexists(newest) and os.path.lexists(newest + '.damaged')  # set aside, not removed
+    if kind != 'folder':
+        assert not stat.S_ISREG(os.lstat(newest + '.damaged').st_mode)
+
+
+def test_a_fifo_alone_means_nothing_to_undo(undo):
+    folder = os.path.join(undo.root, LIB, '8')
+    os.makedirs(folder)
+    os.mkfifo(os.path.join(folder, f'{time.time_ns()}.cover'))
+    assert within(30, lambda: undo.last(LIB, 8)) is None
+    assert undo.books(LIB) == []

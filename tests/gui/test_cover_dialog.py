@@ -1,7 +1,9 @@
 # License: GPLv3 Copyright: the Book AI developers
 """The AI covers' windows, offscreen, against providers pointed at a scripted server that answers
-as OpenAI's images API does, with a real PNG: what is shown is what the server sent, what the
-server received is what "What will be sent" showed, and nothing is sent before Generate."""
+as OpenAI's images API does, with a real PNG: what is shown is what the server sent (as Book AI
+decoded it, in calibre's worker), what the server received is what "What will be sent" showed, and
+nothing is sent before Generate; a crafted image (issue 26) is said in words, and nothing of it
+can be used."""
 
 import base64
 import copy
@@ -16,6 +18,7 @@ from qt.core import (
 
 from calibre.ebooks.metadata.book.base import Metadata
 
+from calibre_plugins.bookai.core.images import structure
 from calibre_plugins.bookai.covers.prompt import cover_prompt, refine_prompt
 from calibre_plugins.bookai.covers.styles import saved_styles, style_by_name
 from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
@@ -150,7 +153,10 @@ def test_generate_shows_the_image_and_the_cost(qapp, prefs, artifacts):
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(artifacts / 'cover-single.png', SCREENSHOTS / 'cover-single.png')
         d.accept()
-        assert d.cover_data == png
+        # what goes on the book is Book AI's own JPEG of it, never the bytes the server sent
+        found = structure(d.cover_data, 'It')
+        assert d.cover_data != png and d.cover.ok
+        assert (found.mime, found.width, found.height, found.progressive) == ('image/jpeg', 512, 768, False)
         d.deleteLater()
 
 
@@ -362,3 +368,59 @@ def test_bulk_dialog(qapp, prefs, artifacts):
         assert d.result() == d.DialogCode.Accepted and d.result_choices.style_text == style_by_name('noir').template
         assert prefs['cover_style'] == 'noir'
         assert server.received == []  # the dialog only chooses: the job sends
+
+
+@pytest.mark.parametrize('name', ['damaged pixel data (89 bytes)', '8192x8192', '28 GB of zeros',
+                                  '10,000 scans of 2048x2048'])
+def test_a_crafted_image_is_said_in_words_and_cannot_be_used(qapp, prefs, name):
+    from helpers.images import jpeg_progressive, png_bomb, png_damaged, png_of_side
+    data, words = {'damaged pixel data (89 bytes)': (png_damaged(), 'is damaged (its pixel data cannot be unpacked)'),
+                   '8192x8192': (png_of_side(8192, 8192), 'has 8192x8192 pixels'),
+                   '28 GB of zeros': (png_bomb(), 'holds far more data than its 64x64 pixels need'),
+                   '10,000 scans of 2048x2048': (jpeg_progressive(2048, 2048, 3, 10_000),
+                                                 'is a JPEG of more than 100 scans')}[name]
+    with ScriptedServer([image_reply(data)]) as server:
+        use_images(prefs, server)
+        d = CoverDialog(book(), 1, 'lib', None)
+        d.show()
+        d.generate_button.click()
+        made(d)
+        status = d.status.text()
+        assert status.startswith('The image OpenAI compatible sent ') and words in status, status
+        assert 'c0392b' in d.status.styleSheet()
+        assert d.image is None and d.view.image.isNull() and not d.use_button.isEnabled()
+        d.accept()  # nothing to use
+        assert d.cover is None and d.cover_data is None
+        d.reject()
+
+
+def test_templates_go_through_calibres_worker_when_sent_and_the_preview_evaluates_none(qapp, prefs, monkeypatch):
+    """Issue 26: the window's What will be sent evaluates no template (it says they apply when the cover
+    is made); Generate puts the fields through them in calibre's worker, off the GUI thread, once."""
+    from calibre_plugins.bookai.core import isolated
+    runs = []
+    real_run = isolated.run
+    monkeypatch.setattr(isolated, 'run', lambda *a, **k: runs.append(a[:2]) or real_run(*a, **k))
+    prefs['cover_templates'] = {'title': '{title:uppercase()}'}
+    png = cover_png()
+    with ScriptedServer([image_reply(png), image_reply(png)]) as server:
+        use_images(prefs, server)
+        d = CoverDialog(book(), 1, 'lib', None)
+        d.show()
+        QApplication.processEvents()
+        QTimer.singleShot(0, lambda: d.preview.reject())
+        d.show_preview()
+        assert 'Title: "The Moving Toyshop"' in d.preview.prompt
+        assert 'templates for the title, authors and series are applied when the cover is made' in plain(
+            d.preview.summary)
+        assert runs == [] and server.received == []
+        d.generate_button.click()
+        made(d)
+        (req,) = requests_to(server, '/v1/images/generations')
+        sent = json.loads(req['body'])['prompt']
+        assert 'Title: "THE MOVING TOYSHOP"' in sent and sent == d.sent_prompt
+        assert ('covers.prompt', 'evaluate_in_worker') in runs
+        QTimer.singleShot(0, lambda: d.preview.reject())
+        d.show_preview()  # once evaluated, What will be sent shows what goes
+        assert 'Title: "THE MOVING TOYSHOP"' in d.preview.prompt
+        d.close()

@@ -447,37 +447,52 @@ def test_covers_of_a_run_calibre_closed_on_are_offered_for_review(qapp, prefs, b
     w.reject()
 
 
-def test_qt_image_work_stays_on_the_gui_thread(qapp, prefs, books, said, monkeypatch):
-    """Every image Qt decodes and every cover calibre stores (which it decodes and encodes with Qt)
-    is done on the GUI thread: in the PyQt of Linux distributions a Qt call keeps Python's lock,
-    so a thread waiting there on one of Qt's locks can hang calibre for good (gui.worker's note).
-    Through the single window's Generate and Use this cover, the review's thumbnails, Apply all
-    and Undo."""
+def test_no_image_from_outside_is_decoded_in_calibres_process(qapp, prefs, books, said, monkeypatch):
+    """Every image is decoded by Book AI in calibre's worker process (issue 26): in calibre's own, the
+    windows make QImages from Book AI's rows (gui.image_decoding.qimage, on the GUI thread), and the
+    only decoding is calibre's, of what db.set_cover is given, on the GUI thread: Book AI's own
+    baseline JPEGs (and, for Undo, the covers calibre itself stored). In the PyQt of Linux
+    distributions a Qt call keeps Python's lock, so a thread waiting there on one of Qt's locks can
+    hang calibre for good (gui.worker's note). Through the single window's Generate and Use this
+    cover, the review's thumbnails, Apply all and Undo."""
     import threading
 
+    import calibre.utils.img as calibre_img
     from calibre.db.cache import Cache
 
-    from calibre_plugins.bookai.gui import cover_dialog
+    from calibre_plugins.bookai.core.images import structure
+    from calibre_plugins.bookai.gui import cover_dialog, image_decoding
+    from calibre_plugins.bookai.main_window import covers as mw
 
-    where = []  # (what, on the GUI thread?)
+    assert not hasattr(cover_dialog, 'QImageReader') and not hasattr(mw, 'QImageReader')
+    where = []  # (what, on the GUI thread?, the bytes calibre decoded)
 
-    class Reader(cover_dialog.QImageReader):
+    class Reader(calibre_img.QImageReader):
         def read(self):
-            where.append(('decode', threading.current_thread() is threading.main_thread()))
+            data = bytes(self.device().data()) if self.device() is not None else b''
+            where.append(('calibre decodes', threading.current_thread() is threading.main_thread(), data))
             return super().read()
-    monkeypatch.setattr(cover_dialog, 'QImageReader', Reader)
+    monkeypatch.setattr(calibre_img, 'QImageReader', Reader)
     set_cover = Cache.set_cover
 
     def recorded(self, book_id_data_map):
-        where.append(('set_cover', threading.current_thread() is threading.main_thread()))
+        where.append(('set_cover', threading.current_thread() is threading.main_thread(), b''))
         return set_cover(self, book_id_data_map)
     monkeypatch.setattr(Cache, 'set_cover', recorded)
+    qimage = image_decoding.qimage
+
+    def made(pixels):
+        where.append(('qimage', threading.current_thread() is threading.main_thread(), b''))
+        return qimage(pixels)
+    monkeypatch.setattr(cover_dialog, 'qimage', made)
+    monkeypatch.setattr(mw, 'qimage', made)
 
     replies = [image_reply(png('#8e44ad')), image_reply(png('#16a085')), image_reply(png('#d35400'))]
     with ScriptedServer(replies) as server:
         use_images(prefs, server, at_once=2)
         gui = main_window(books)
         db = gui.current_db.new_api
+        originals = {GUIDE: db.cover(GUIDE)}
         gui.library_view.selected = [GUIDE]
 
         def use(d):
@@ -489,14 +504,82 @@ def test_qt_image_work_stays_on_the_gui_thread(qapp, prefs, books, said, monkeyp
         job = start_bulk(gui, [LIGHTHOUSE, ORCHARD])
         w = the_review()
         assert job.description == 'Book AI: covers for 2 books'
-        wait_until(lambda: thumbnails_loaded(w), timeout=30)
+        wait_until(lambda: thumbnails_loaded(w), timeout=60)
         w.apply_all_button.click()
-        wait_until(lambda: not covers.reviews and len(gui.library_view.refreshed) == 2, timeout=30)
+        wait_until(lambda: not covers.reviews and len(gui.library_view.refreshed) == 2, timeout=60)
         covers.undo_covers(gui, [GUIDE, LIGHTHOUSE, ORCHARD])
         wait_until(lambda: len(gui.library_view.refreshed) == 3, timeout=30)
         assert gui.library_view.refreshed[-1] == [LIGHTHOUSE, ORCHARD, GUIDE]
-        assert not db.cover(LIGHTHOUSE) and said['error'] == []
-    kinds = [w for w, _ in where]
-    # 1 image shown + 4 thumbnails (2 old covers, 2 new; a book without one decodes nothing)
-    assert kinds.count('decode') >= 3 and kinds.count('set_cover') == 6, where
-    assert all(on_gui for _, on_gui in where), where
+        assert not db.cover(LIGHTHOUSE) and db.cover(GUIDE) == originals[GUIDE] and said['error'] == []
+    kinds = [w for w, _, _ in where]
+    # 1 image shown + the review's thumbnails (2 new covers, and the old ones: a book without one has
+    # none); 3 covers put on books and 3 put back
+    assert kinds.count('qimage') >= 3 and kinds.count('set_cover') == 6, kinds
+    assert all(on_gui for _, on_gui, _ in where), where
+    decoded_by_calibre = [data for what, _, data in where if what == 'calibre decodes' and data]
+    assert len(decoded_by_calibre) >= 4
+    for data in decoded_by_calibre:  # Book AI's own JPEGs, and the old cover calibre stored itself
+        found = structure(data, 'It')
+        assert found.mime == 'image/jpeg' and not found.progressive and found.scans == 1
+
+
+def test_the_review_with_crafted_covers_says_each_and_loses_nothing(qapp, prefs, books, said):
+    """Issue 26 in the review: new covers that are the crafted images (an 89-byte PNG with damaged
+    pixel data, 28 GB of zeros in 29 MB, 8192x8192 pixels, 100,000 scans, a progressive CMYK JPEG of
+    8192x8192, 10,000 scans within the pixel bound) beside a good one. Their thumbnails say why they
+    cannot be shown; Apply all puts on the good one only, names each other book with its sentence,
+    and every other book keeps its cover byte for byte; Undo still puts the good one's old cover back."""
+    from calibre.ebooks.metadata.book.base import Metadata
+
+    from calibre_plugins.bookai.covers.bulk import MANIFEST, MANIFEST_VERSION, CoverOutcome, load_run, new_staging_dir
+    from calibre_plugins.bookai.covers.bulk import outcome_json
+    from helpers.images import jpeg_progressive, png_bomb, png_damaged, png_of_side
+    gui = main_window(books)
+    db = gui.current_db.new_api
+    library_id = str(db.library_id)
+    crafted = [('png', png_damaged(), 'is damaged (its pixel data cannot be unpacked)'),
+               ('png', png_bomb(), 'holds far more data than its 64x64 pixels need'),
+               ('png', png_of_side(8192, 8192), 'has 8192x8192 pixels'),
+               ('jpg', jpeg_progressive(8192, 8192, 3, 100_000), 'has 8192x8192 pixels'),
+               ('jpg', jpeg_progressive(8192, 8192, 4), 'has 8192x8192 pixels'),
+               ('jpg', jpeg_progressive(2048, 2048, 3, 10_000), 'is a JPEG of more than 100 scans')]
+    ids = [db.create_book_entry(Metadata(f'Crafted {i}', ['Ann Author'])) for i in range(len(crafted))]
+    db.set_cover({book_id: png('#555555', 60, 90) for book_id in ids[::2]})  # some had a cover, some none
+    good = GUIDE
+    db.set_cover({good: png('#34495e', 400, 600)})  # an old cover to see beside the new one
+    staging = new_staging_dir()
+    outcomes = []
+    for book_id, (ext, data, _words) in zip(ids, crafted):
+        path = os.path.join(staging, f'{book_id}.{ext}')
+        with open(path, 'wb') as f:
+            f.write(data)
+        outcomes.append(CoverOutcome(book_id, f'Crafted {ids.index(book_id)}', 'made', path))
+    with open(os.path.join(staging, f'{good}.png'), 'wb') as f:
+        f.write(png('#1abc9c'))
+    outcomes.append(CoverOutcome(good, 'Quick Start Guide', 'made', os.path.join(staging, f'{good}.png')))
+    with open(os.path.join(staging, MANIFEST), 'w') as f:
+        json.dump({'version': MANIFEST_VERSION, 'library_id': library_id, 'library_path': str(books),
+                   'started': time.time(), 'written': time.time(), 'finished': True, 'aspect': '2:3',
+                   'total': len(outcomes), 'outcomes': [outcome_json(o) for o in outcomes]}, f)
+    before = {book_id: db.cover(book_id) for book_id in ids + [good]}
+    w = covers.open_review(gui, load_run(staging))
+    wait_until(lambda: thumbnails_loaded(w), timeout=120)
+    for book_id, (_ext, _data, words) in zip(ids, crafted):
+        label = w.thumbs[(book_id, 'new')]
+        assert label.text() == 'Cannot be shown' and label.toolTip().startswith('The new cover ') and (
+            words in label.toolTip()), label.toolTip()
+    assert w.thumbs[(good, 'new')].pixmap().height() == covers.THUMB_SIDE
+    assert w.thumbs[(good, 'old')].pixmap().height() == covers.THUMB_SIDE
+    w.apply_all_button.click()
+    wait_until(lambda: not covers.reviews and gui.library_view.refreshed, timeout=120)
+    assert gui.library_view.refreshed == [[good]]
+    assert cover_size(db.cover(good)) == (512, 768) and db.cover(good) != before[good]
+    (failures,) = said['error']
+    for i, (book_id, (_ext, _data, words)) in enumerate(zip(ids, crafted)):
+        assert f'Crafted {i}: The new cover ' in failures and words in failures
+        assert db.cover(book_id) == before[book_id]  # byte for byte, or still none
+    assert CoverUndo().books(library_id) == [good]
+    covers.undo_covers(gui, ids + [good])
+    wait_until(lambda: len(gui.library_view.refreshed) == 2, timeout=60)
+    assert db.cover(good) == before[good] and CoverUndo().books(library_id) == []
+    assert len(said['error']) == 1  # Undo: nothing to say for the books that had nothing to undo
