@@ -7,21 +7,107 @@ curious and for bug reports. No text that reaches an error may hold an API
 key: the transport redacts every secret it sent before building one.
 
 Secrets is the one place that knows what a secret looks like once a service
-echoes it: as it is, percent-encoded, base64 (plain or url-safe, at any
-offset, as inside "Basic user:pass" or "Bearer key"), and JSON-escaped.
+echoes it, and Secrets.redacted() the one function every value a provider hands
+back passes (providers/base.py): a secret is found
+
+- in any case ("bearer sk-..." lower-cased in a 401, or upper-cased);
+- with any of its characters, some or all, written as it is or encoded on its own:
+  percent-encoded (each UTF-8 byte as %XX, upper or lower hex; %25XX when encoded
+  twice; %uXXXX as JavaScript's escape(); + for a space), JSON-escaped (\\uXXXX, a
+  surrogate pair past U+FFFF, \\/ and the other short escapes), \\xXX and \\u{X}, an
+  HTML entity (&#D; and &#xH;, also padded to 4 digits, and the named ones HTML 5
+  has, such as &sol; and &period;, and &hyphen; for '-'), so that encoding only the
+  unsafe characters and encoding every byte are found alike;
+- as the hex of its UTF-8 bytes (any case);
+- in base64, plain or url-safe, at any offset (as inside "Basic user:pass" or "Bearer key").
+
+Matching is linear in the text: the text is lower-cased character for character
+(fold(), the same length, so a place in one is the same place in the other) and
+searched with one regular expression of fixed strings, which never backtracks over
+more than one secret's length. A stream that stops inside a secret, in any form,
+is held back from where it may begin (unfinished_start()).
 """
 
 import base64
-import json
+import dataclasses
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-from urllib.parse import quote, quote_plus, unquote, urlsplit
+from html.entities import html5
+from urllib.parse import unquote, urlsplit
 
 load_translations()
 
 REDACTED = '[redacted]'
 SHORTEST_SECRET = 6  # shorter values are not treated as secrets: they would hide ordinary words
+LONGEST_FIELD = 64 * 1024  # Secrets.redacted(): a longer string is data (an image's base64), not words anyone reads
+MOST_NESTED = 200  # Secrets.redacted(): deeper values are not looked into (JSON is limited to 128 levels)
+CUT_MARK = '\u2026'  # what a text cut short ends in (core.images.said, core.web_links)
+
+SCALARS = frozenset((int, float, bool, bytes, type(None)))  # what Secrets.redacted() gives back as it is
+# the names of the characters a careless encoder writes for one that has none: '-' as the hyphen's
+LOOKALIKE_NAMES = {'-': ('&hyphen;', '&dash;', '&minus;')}
+# JSON's short escapes, for the characters that have one
+SHORT_ESCAPES = {'"': '\\"', '\\': '\\\\', '/': '\\/', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r',
+                 '\t': '\\t'}
+
+
+def fold(text: str) -> str:
+    """text lower-cased character for character: as long as text (str.lower() makes two of U+0130
+    alone), a final sigma as any other."""
+    return text.replace('\u0130', 'i').lower().replace('\u03c2', '\u03c3')
+
+
+def folded_as(text: str) -> str:
+    """fold(text), checked to be as long as text (character for character, so that places match)."""
+    folded = fold(text)
+    if len(folded) != len(text):  # not expected: fold() keeps the length
+        folded = ''.join(f if len(f := fold(c)) == 1 else c for c in text)
+    return folded
+
+
+@lru_cache(maxsize=1)
+def named_entities() -> dict[str, tuple[str, ...]]:
+    """The HTML 5 named entities of each character that has any: '/' -> ('&sol;',)."""
+    names = {}
+    for name, value in html5.items():
+        if name.endswith(';') and len(value) == 1:
+            names.setdefault(value, []).append('&' + name)
+    return {c: tuple(n) for c, n in names.items()}
+
+
+def utf8(c: str) -> bytes:
+    return c.encode('utf-8', 'surrogatepass')
+
+
+def cases(c: str) -> set[str]:
+    """The character c as it is, lower-cased and upper-cased (when that is one character)."""
+    return {v for v in (c, c.lower(), c.upper()) if len(v) == 1}
+
+
+@lru_cache(maxsize=4096)
+def character_forms(c: str) -> frozenset[str]:
+    """Every way one character of a secret may be written in text a service sends back, folded
+    (made once a character: a long token's slots share them)."""
+    forms = set()
+    for v in cases(c):
+        cp, data = ord(v), utf8(v)
+        forms |= {v, ''.join(f'%{b:02x}' for b in data), ''.join(f'%25{b:02x}' for b in data), f'%u{cp:04x}',
+                  f'\\u{{{cp:x}}}', f'&#{cp};', f'&#{cp:04d};', f'&#x{cp:x};', f'&#x{cp:04x};'}
+        if cp < 0x10000:
+            forms.add(f'\\u{cp:04x}')
+        else:
+            high, low = 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)
+            forms.add(f'\\u{high:04x}\\u{low:04x}')
+        if cp < 0x100:
+            forms.add(f'\\x{cp:02x}')
+        if v in SHORT_ESCAPES:
+            forms.add(SHORT_ESCAPES[v])
+        if v == ' ':
+            forms.add('+')
+        forms.update(named_entities().get(v, ()))
+        forms.update(LOOKALIKE_NAMES.get(v, ()))
+    return frozenset(fold(f) for f in forms)
 
 
 def base64_cores(value: bytes) -> list[str]:
@@ -36,36 +122,52 @@ def base64_cores(value: bytes) -> list[str]:
     return cores
 
 
-def encoded_forms(secret: str) -> set[str]:
-    """secret as a service may echo it: raw, percent-encoded, base64, JSON-escaped."""
-    forms = {secret, quote(secret, safe=''), quote(secret), quote_plus(secret)}
-    forms |= {re.sub('%[0-9A-F]{2}', lambda m: m.group().lower(), f) for f in list(forms)}
-    for ascii_only in (True, False):
-        escaped = json.dumps(secret, ensure_ascii=ascii_only)[1:-1]
-        forms |= {escaped, escaped.replace('/', '\\/')}
-    forms.update(base64_cores(secret.encode('utf-8')))
-    return forms
+# one way a secret may be written: for each of its characters, the strings that may stand for it
+Form = tuple[frozenset[str], ...]
+
+
+@lru_cache(maxsize=4096)
+def hex_forms(c: str) -> frozenset[str]:
+    """One character of a secret as the hex of its UTF-8 bytes, in either case of the character, folded."""
+    return frozenset(fold(utf8(v).hex()) for v in cases(c))
+
+
+def encoded_forms(secret: str) -> list[Form]:
+    """secret as a service may echo it, folded: its characters each written in any of the ways
+    character_forms() knows; the hex of its UTF-8 bytes; base64 at each offset."""
+    forms = [tuple(map(character_forms, secret)), tuple(map(hex_forms, secret))]
+    forms += [tuple(frozenset(ch) for ch in fold(core)) for core in base64_cores(utf8(secret))]
+    return [f for f in forms if sum(min(map(len, slot)) for slot in f) >= SHORTEST_SECRET]
 
 
 class Secrets:
     """The secrets of one provider (keys, passwords, header values) in every form they may come
-    back in. redact() replaces each of them; longest tells how much of a stream could be the
-    beginning of one."""
+    back in (encoded_forms). redact() replaces each of them; unfinished_start() tells where a
+    stream may have stopped inside one; redacted() does it for every string of a value."""
 
     def __init__(self, values: Iterable[object] = ()) -> None:
-        forms = set()
+        forms = {}
         for value in values:
             if isinstance(value, str) and len(value) >= SHORTEST_SECRET:
-                forms |= encoded_forms(value)
-        self.forms = tuple(sorted((f for f in forms if len(f) >= SHORTEST_SECRET), key=len, reverse=True))
-        self.longest = len(self.forms[0]) if self.forms else 0
-        self._pattern = re.compile('|'.join(map(re.escape, self.forms))) if self.forms else None
-        # what a stream may end in: the short beginnings of every form, the forms by their first 8 characters
-        self._first_characters = {f[0] for f in self.forms}
-        self._short_beginnings = {f[:n] for f in self.forms for n in range(1, min(len(f), 8))}
-        self._by_beginning = {}
-        for f in self.forms:
-            self._by_beginning.setdefault(f[:8], []).append(f)
+                forms.update(dict.fromkeys(encoded_forms(value)))
+        self.forms = tuple(forms)
+        # the most characters one secret may take, in its longest form
+        self.longest = max((sum(max(map(len, slot)) for slot in f) for f in self.forms), default=0)
+        self._pattern = self._starts = None
+        self._steps = [tuple(by_first(slot) for slot in f) for f in self.forms]  # for _begins_a_secret()
+        if self.forms:
+            # where a form may begin: a look-ahead of its first characters lets the search skip the rest
+            firsts = '(?=[' + ''.join(map(re.escape, sorted({s[0] for f in self.forms for s in f[0]}))) + '])'
+            self._pattern = re.compile(firsts + '(?:' + '|'.join(
+                ''.join(map(slot_pattern, f)) for f in sorted(self.forms, key=len, reverse=True)) + ')')
+            # where the end of a text may be the beginning of a form: its first character whole, then
+            # what may begin the second or the end; or a first character cut short at the end
+            starts = [slot_pattern(f[0]) + '(?:[' + ''.join(map(re.escape, sorted({s[0] for s in f[1]}))) + r']|\Z)'
+                      for f in self.forms]
+            cut = {s[:n] for f in self.forms for s in f[0] for n in range(1, len(s))}
+            if cut:
+                starts.append('(?:' + '|'.join(map(re.escape, sorted(cut, key=len, reverse=True))) + r')\Z')
+            self._starts = re.compile(firsts + '(?=' + '|'.join(starts) + ')')
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -74,7 +176,77 @@ class Secrets:
         """text with every form of every secret replaced by [redacted]."""
         if not text or self._pattern is None or not isinstance(text, str):
             return text
-        return self._pattern.sub(REDACTED, text)
+        return self._replaced(text, folded_as(text))
+
+    def _replaced(self, text: str, folded: str) -> str:
+        parts, at = [], 0
+        for m in self._pattern.finditer(folded):
+            parts += [text[at:m.start()], REDACTED]
+            at = m.end()
+        if not parts:
+            return text
+        parts.append(text[at:])
+        return ''.join(parts)
+
+    def redact_field(self, text: str | None) -> str | None:
+        """A whole text as it leaves (a name, a message, a field; not a piece of a stream): redact(),
+        and, since it may have been cut short inside a secret, an end (before a final …) made of
+        the first SHORTEST_SECRET or more characters of a secret replaced too."""
+        if not text or self._pattern is None or not isinstance(text, str):
+            return text
+        folded = folded_as(text)
+        if self._starts.search(folded) is None:  # nowhere could a secret begin: the one search most texts take
+            return text
+        text = self._replaced(text, folded)
+        body = text[:-1] if text.endswith(CUT_MARK) else text
+        start = self.unfinished_start(body)
+        if len(body) - start >= SHORTEST_SECRET:
+            return body[:start] + REDACTED + text[len(body):]
+        return text
+
+    def redacted(self, value: object, longest: int = LONGEST_FIELD, depth: int = 0) -> object:
+        """value with no secret in any string it holds: a string (redact_field()), the strings of a
+        tuple, a list or a dict (its keys too) and the fields of a dataclass, at any depth up to
+        MOST_NESTED; an error through redact_error(). A string longer than longest is left as it is
+        (data, such as an image's base64, which nobody reads as text). What holds no secret is
+        given back as it is, the same object."""
+        if self._pattern is None:
+            return value
+        kind = type(value)
+        if kind is str:
+            return value if not SHORTEST_SECRET <= len(value) <= longest else self.redact_field(value)
+        if kind in SCALARS or depth > MOST_NESTED:
+            return value
+        if isinstance(value, BaseException):
+            return self.redact_error(value)
+        if kind is list or kind is tuple:
+            items = None  # made only once something changed: most values hold no secret
+            for i, item in enumerate(value):
+                new = item if type(item) in SCALARS else self.redacted(item, longest, depth + 1)
+                if items is None and new is not item:
+                    items = list(value[:i])
+                if items is not None:
+                    items.append(new)
+            return value if items is None else kind(items)
+        if kind is dict:
+            pairs = None
+            for i, (k, v) in enumerate(value.items()):
+                new_k, new_v = self.redacted(k, longest, depth + 1), self.redacted(v, longest, depth + 1)
+                if pairs is None and (new_k is not k or new_v is not v):
+                    pairs = list(value.items())[:i]
+                if pairs is not None:
+                    pairs.append((new_k, new_v))
+            return value if pairs is None else dict(pairs)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            changes = {}
+            for f in dataclasses.fields(value):
+                if f.init:
+                    old = getattr(value, f.name)
+                    new = self.redacted(old, longest, depth + 1)
+                    if new is not old:
+                        changes[f.name] = new
+            return dataclasses.replace(value, **changes) if changes else value
+        return value
 
     def redact_error(self, error: Exception) -> Exception:
         """error, changed in place to hold no secret in what it says or keeps: its sentence, the
@@ -82,29 +254,68 @@ class Secrets:
         if self._pattern is None:
             return error
         if isinstance(error, ProviderError):
-            error.sentence = self.redact(error.sentence)
-            error.provider_message = self.redact(error.provider_message)
-            error.details = self.redact(error.details)
+            error.sentence = self.redact_field(error.sentence)
+            error.provider_message = self.redact_field(error.provider_message)
+            error.details = self.redact_field(error.details)
             error.args = (error.human(),)
         else:
-            error.args = tuple(self.redact(a) for a in error.args)
+            error.args = tuple(self.redact_field(a) if isinstance(a, str) else a for a in error.args)
         error.__cause__ = error.__context__ = None
         return error
 
     def unfinished_start(self, text: str) -> int:
         """Where, in redacted text, the beginning of a secret may have started that the next piece
-        of a stream would complete: len(text) when no tail of text begins any secret form."""
-        firsts, end = self._first_characters, len(text)
-        for start in range(max(0, end - self.longest + 1), end):
-            if text[start] not in firsts:
-                continue
-            tail = text[start:]
-            if end - start < 8:
-                if tail in self._short_beginnings:
-                    return start
-            elif any(f.startswith(tail) for f in self._by_beginning.get(tail[:8], ())):
-                return start
+        of a stream would complete: len(text) when no end of text begins any form of a secret."""
+        end = len(text)
+        if self._starts is None or not text:
+            return end
+        offset = max(0, end - self.longest + 1)
+        window = fold(text[offset:])
+        for m in self._starts.finditer(window):
+            if self._begins_a_secret(window, m.start()):
+                return offset + m.start()
         return end
+
+    def _begins_a_secret(self, text: str, start: int) -> bool:
+        """Whether text from start to its end is the beginning of a form of a secret (not all of
+        it): every way through each form at once, so never more steps than characters times forms."""
+        end = len(text)
+        for steps in self._steps:
+            if text[start] not in steps[0]:
+                continue
+            places = {start}
+            for step in steps:
+                reached = set()
+                for at in places:
+                    if at == end:
+                        return True
+                    for s in step.get(text[at], ()):
+                        if at + len(s) > end:
+                            if s.startswith(text[at:]):
+                                return True
+                        elif text.startswith(s, at):
+                            reached.add(at + len(s))
+                if not reached:
+                    break
+                places = reached
+        return False
+
+
+@lru_cache(maxsize=4096)
+def slot_pattern(slot: frozenset[str]) -> str:
+    """The regular expression for one character of a form: any of its strings, the longest first."""
+    if len(slot) == 1:
+        return re.escape(next(iter(slot)))
+    return '(?:' + '|'.join(re.escape(s) for s in sorted(slot, key=lambda s: (-len(s), s))) + ')'
+
+
+@lru_cache(maxsize=4096)
+def by_first(slot: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """The strings of slot by their first character."""
+    found = {}
+    for s in slot:
+        found.setdefault(s[0], []).append(s)
+    return {c: tuple(strings) for c, strings in found.items()}
 
 
 def secrets_in_url(url: str) -> list[str]:

@@ -37,7 +37,7 @@ from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import (
     ConnectionLost, MissingKey, NotConfigured, ProtocolError, ProviderError, Secrets, TooLarge, secrets_in_header,
-    secrets_in_url,
+    secrets_in_url, secrets_of,
 )
 from calibre_plugins.bookai.core.images import Image, ImageAddress, ImageResult, image_from_bytes
 from calibre_plugins.bookai.core.messages import Chunk, Done, Failed, Message, Role, Usage
@@ -48,11 +48,12 @@ from calibre_plugins.bookai.core.transport import (
 )
 from calibre_plugins.bookai.providers import pricing
 from calibre_plugins.bookai.providers.models import (
-    Model, cache_path, first_items, kept_models, model_for_tier, read_models_cache, redacted_models,
-    write_models_cache,
+    Model, cache_path, first_items, kept_models, model_for_tier, read_models_cache, write_models_cache,
 )
 from calibre_plugins.bookai.providers.options import Option, declared_options, parse_headers, unusable_values
-from calibre_plugins.bookai.providers.streaming import StreamState, progressing, redacted_stream, too_deep, too_large
+from calibre_plugins.bookai.providers.streaming import (
+    StreamState, progressing, redacted_stream, too_complex, too_large,
+)
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import SecretStore, secret_store
 
@@ -88,6 +89,19 @@ def redacted_errors(method: Callable) -> Callable:
     def redacted_method(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
+        except ProviderError as e:
+            raise self.known_secrets.redact_error(e) from None
+    return redacted_method
+
+
+def redacted_answer(method: Callable) -> Callable:
+    """method, with no secret of the provider's in what it gives back (every string of it, through
+    Secrets.redacted: an ImageResult's model, revised prompt and text, a model list's every field)
+    nor in an error it raises."""
+    @wraps(method)
+    def redacted_method(self, *args, **kwargs):
+        try:
+            return self.known_secrets.redacted(method(self, *args, **kwargs))
         except ProviderError as e:
             raise self.known_secrets.redact_error(e) from None
     return redacted_method
@@ -308,12 +322,19 @@ class AIProviderPlugin:
 
     @cached_property
     def known_secrets(self) -> Secrets:
-        """secret_values in every form a service may echo them in."""
-        return Secrets(self.secret_values)
+        """secret_values in every form a service may echo them in (made once for the same values)."""
+        return secrets_of(self.secret_values)
 
     def scrub(self, text: str) -> str:
-        """text with none of this provider's secrets in it, in any of their forms."""
-        return self.known_secrets.redact(text)
+        """text with none of this provider's secrets in it, in any of their forms, nor the
+        beginning of one at its end (it may have been cut there)."""
+        return self.known_secrets.redact_field(text)
+
+    def read_json(self, body: bytes | str, memory_per_byte: float | None = None) -> object:
+        """The JSON of an answer (limits.load_json: ValueError, limits.TooComplex), every string in it
+        up to errors.LONGEST_FIELD characters redacted as it is read (Secrets.redacted), before
+        anything is taken from it, cut or put in a sentence. memory_per_byte: as load_json's."""
+        return self.known_secrets.redacted(limits.load_json(body, memory_per_byte=memory_per_byte))
 
     # }}}
 
@@ -349,7 +370,7 @@ class AIProviderPlugin:
         """(message, code) from an error body; the generic reading knows the usual JSON shapes."""
         try:
             data = limits.load_json(body)
-        except limits.TooDeep:  # nothing worth quoting
+        except limits.TooComplex:  # nothing worth quoting
             return '', ''
         except ValueError:
             return text_of_html(body)[:300], ''
@@ -426,16 +447,17 @@ class AIProviderPlugin:
 
     def json_answer(self, request: Request, model: str, cancel: CancelToken, unreadable: str) -> object:
         """The JSON the service answers to request; unreadable (with {provider}) says when it is not JSON.
-        A body larger than limits.MAX_JSON_BYTES, or nested deeper than limits.MAX_JSON_DEPTH, is
-        not read: TooLarge, ProtocolError."""
+        A body larger than limits.MAX_JSON_BYTES, nested deeper than limits.MAX_JSON_DEPTH or
+        holding more values than its size allows (limits.JSON_MEMORY_PER_BYTE) is not read:
+        TooLarge, ProtocolError."""
         response = self.open(request, model, cancel)
         body = response.read_all(limits.MAX_JSON_BYTES + 1)
         if len(body) > limits.MAX_JSON_BYTES:
             raise too_large(self.display_name, limits.MAX_JSON_BYTES)
         try:
-            return limits.load_json(body)
-        except limits.TooDeep:
-            raise too_deep(self.display_name) from None
+            return self.read_json(body)
+        except limits.TooComplex as e:
+            raise too_complex(self.display_name, e) from None
         except ValueError:
             raise ProtocolError(unreadable.format(provider=self.display_name)) from None
 
@@ -461,8 +483,8 @@ class AIProviderPlugin:
             raise TooLarge(_('{provider} sent a line longer than {megabytes:g} MB, the most Book AI accepts, '
                              'so the answer was stopped.').format(
                 provider=self.display_name, megabytes=e.limit / 2 ** 20)) from None
-        except limits.TooDeep:
-            raise too_deep(self.display_name) from None
+        except limits.TooComplex as e:
+            raise too_complex(self.display_name, e) from None
         except ValueError as e:
             raise ProtocolError(_('{provider} sent something that is not a valid answer stream.').format(
                 provider=self.display_name), details=str(e)) from None
@@ -553,7 +575,7 @@ class AIProviderPlugin:
                 provider=self.display_name))
         return model
 
-    @redacted_errors
+    @redacted_answer
     def generate_image(self, prompt: str, aspect: str = '2:3', source: Image | None = None, model: str = '',
                        cancel: CancelToken | None = None) -> ImageResult:
         """An image made from prompt (with source: source changed as prompt asks), its usage and
@@ -574,9 +596,9 @@ class AIProviderPlugin:
             raise too_large(self.display_name, limits.MAX_IMAGE_JSON_BYTES)
         unreadable = _('{provider} sent an answer with no image Book AI can read.')
         try:
-            data = limits.load_json(body)
-        except limits.TooDeep:
-            raise too_deep(self.display_name) from None
+            data = self.read_json(body, limits.IMAGE_JSON_MEMORY_PER_BYTE)
+        except limits.TooComplex as e:
+            raise too_complex(self.display_name, e) from None
         except ValueError:
             raise ProtocolError(unreadable.format(provider=self.display_name),
                                 details=self.scrub(body[:300].decode('utf-8', 'replace'))) from None
@@ -629,18 +651,19 @@ class AIProviderPlugin:
 
     # models {{{
 
-    @redacted_errors
+    @redacted_answer
     def models(self, refresh: bool = False, cancel: CancelToken | None = None) -> list[Model]:
-        """The live model list, cached for a day in calibre's cache folder (providers/models.py)."""
+        """The live model list, cached for a day in calibre's cache folder (providers/models.py).
+        Redacted as it is read (json_answer) and as it is kept, for what cutting it to the limits
+        left of a secret; the cached one as it is given back."""
         path = self.models_cache_path()
         if not refresh:
             cached = read_models_cache(path)
             if cached is not None:
-                return redacted_models(cached, self.known_secrets)
+                return cached
         data = self.json_answer(self.models_request(), '', cancel or CancelToken(),
                                 _('{provider} sent a model list that could not be read.'))
-        models = redacted_models(kept_models(self.parse_models(first_items(data, limits.MAX_MODELS))),
-                                 self.known_secrets)
+        models = self.known_secrets.redacted(kept_models(self.parse_models(first_items(data, limits.MAX_MODELS))))
         write_models_cache(path, models, self.base_url)
         return models
 

@@ -50,8 +50,8 @@ def json_of(event: SSEEvent, provider: str) -> dict:
     """The JSON object an SSE event carries; ProtocolError (provider: its name) for anything else."""
     try:
         data = limits.load_json(event.data)
-    except limits.TooDeep:
-        raise too_deep(provider) from None
+    except limits.TooComplex as e:
+        raise too_complex(provider, e) from None
     except ValueError:
         data = None
     if not isinstance(data, dict):
@@ -70,6 +70,16 @@ def too_deep(provider: str) -> ProtocolError:
     """The error for JSON nested deeper than limits.MAX_JSON_DEPTH."""
     return ProtocolError(_('{provider} sent JSON nested deeper than {depth} levels, the most Book AI reads, '
                            'so it was not read.').format(provider=provider, depth=limits.MAX_JSON_DEPTH))
+
+
+def too_complex(provider: str, error: limits.TooComplex) -> ProtocolError:
+    """The error for JSON refused for its structure (limits.load_json): nested too deep, or holding
+    more values than its size allows (limits.JSON_MEMORY_PER_BYTE, or the tighter bound it was read with)."""
+    if not isinstance(error, limits.TooManyValues):
+        return too_deep(provider)
+    return ProtocolError(_('{provider} sent JSON holding more values than Book AI reads in a text of its size '
+                           '(read, they would take more than {ratio:g} times its size in memory), so it was not '
+                           'read.').format(provider=provider, ratio=error.per_byte))
 
 
 def progressing(chunks: Iterator[Chunk], response: Response) -> Iterator[Chunk]:
@@ -122,14 +132,15 @@ def redacted_stream(chunks: Iterable[Chunk], secrets: Secrets) -> Iterator[Chunk
 
 
 def redacted_chunk(chunk: Chunk, secrets: Secrets) -> Chunk:
-    """A Done or Failed with no secret in it."""
+    """A Done or Failed with no secret in it: every string it holds through Secrets.redacted (the
+    model, the finish reason, the response's id, the web links' titles and addresses, the usage),
+    the error through redact_error; reasoning details holding one are dropped (they are signed:
+    a changed one would be refused when sent back)."""
     if isinstance(chunk, Failed):
         secrets.redact_error(chunk.error)
         return chunk
     if isinstance(chunk, Done):
-        kept = tuple(d for d in chunk.reasoning_details  # signed: dropped rather than changed
+        kept = tuple(d for d in chunk.reasoning_details
                      if secrets.redact(json.dumps(d, ensure_ascii=False)) == json.dumps(d, ensure_ascii=False))
-        return replace(chunk, model=secrets.redact(chunk.model), response_id=secrets.redact(chunk.response_id),
-                       web_links=tuple(WebLink(secrets.redact(w.title), secrets.redact(w.url))
-                                       for w in chunk.web_links), reasoning_details=kept)
+        return replace(secrets.redacted(replace(chunk, reasoning_details=())), reasoning_details=kept)
     return chunk

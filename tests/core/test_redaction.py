@@ -79,3 +79,82 @@ def test_an_error_keeps_nothing_secret():
         assert leaks(text, KEY) == [], text
     assert error.__context__ is None and error.__cause__ is None
     assert str(error) == f'Your account has no credit left. The service said: quota for {REDACTED}'
+
+
+# issue 26: the key in another case and re-encoded; every field of a value; a text cut short
+
+def test_the_text_around_a_key_keeps_its_case_and_its_place():
+    secrets = Secrets([KEY])
+    text = f'ÉCOLE İstanbul ΣΟΦΟΣ said {KEY.upper()}; then Straße and {KEY.lower()}!'
+    assert secrets.redact(text) == f'ÉCOLE İstanbul ΣΟΦΟΣ said {REDACTED}; then Straße and {REDACTED}!'
+
+
+def test_a_short_value_is_no_secret_in_any_case_or_form():
+    secrets = Secrets(['Abc12', 'ab'])
+    text = 'abc12 ABC12 %41%62%63%31%32 &#65;&#98;&#99;&#49;&#50; 4162633132'
+    assert not secrets and secrets.redact(text) == text
+
+
+def test_what_only_looks_like_a_form_is_left_alone():
+    secrets = Secrets([KEY])
+    text = 'sk-live-7f3Qz9 is how keys begin; %73%6B%2D and &#115;&#107; and 736b2d6c are not keys.'
+    assert secrets.redact(text) == text
+
+
+@pytest.mark.parametrize('form', ['lower', 'percent-every-byte', 'json-u', 'html-hex', 'hex', 'bearer-lower'])
+def test_a_form_inside_a_longer_word_is_still_found(form):
+    echoed = forms_of(KEY)[form]
+    redacted = Secrets([KEY]).redact(f'abc{echoed}xyz')
+    assert leaks(redacted, KEY) == [] and REDACTED in redacted
+
+
+def test_every_beginning_of_every_form_at_the_end_of_a_piece_is_held_back():
+    """Where a piece of a stream may stop inside the key, in any form: all of what may be the key
+    is held back (from where the form begins), none of what comes before it."""
+    secrets = Secrets([KEY])
+    for name, form in forms_of(KEY).items():
+        if name.startswith(('base64', 'bearer')):  # base64's first characters depend on what is before it
+            continue
+        for n in range(1, len(form)):
+            assert secrets.unfinished_start('Before. ' + form[:n]) == len('Before. '), (name, n)
+
+
+def test_redacted_reaches_every_string_of_a_value_and_keeps_the_rest():
+    from calibre_plugins.bookai.core.messages import Cost, Done, Usage, WebLink
+    secrets = Secrets([KEY])
+    done = Done(model=f'model-{KEY.lower()}', finish_reason=quote(KEY, safe=''), usage=Usage(1, 2, cost=Cost(
+        0.5, 'USD', 'reported')), web_links=(WebLink(f'Page {KEY}', f'https://e.com/?k={KEY}'),),
+        response_id=KEY.encode().hex())
+    got = secrets.redacted(done)
+    assert got.model == f'model-{REDACTED}' and got.finish_reason == REDACTED and got.response_id == REDACTED
+    assert got.web_links == (WebLink(f'Page {REDACTED}', f'https://e.com/?k={REDACTED}'),)
+    assert got.usage is done.usage  # nothing secret in it: the same object
+    value = {'a': [KEY, (1, 2.5, None, b'bytes ' + KEY.encode())], KEY: {'b': 'plain'}}
+    assert secrets.redacted(value) == {'a': [REDACTED, (1, 2.5, None, b'bytes ' + KEY.encode())],
+                                       REDACTED: {'b': 'plain'}}
+    plain = {'a': ['nothing', ('here',)]}
+    assert secrets.redacted(plain) is plain
+    data = 'A' * 70000 + KEY  # longer than LONGEST_FIELD: data (an image's base64), not words
+    assert secrets.redacted(data) is data and secrets.redacted(data, longest=len(data)).endswith(REDACTED)
+    assert Secrets([]).redacted(value) is value
+
+
+def test_a_field_cut_inside_a_key_keeps_no_beginning_of_it():
+    secrets = Secrets([KEY])
+    for n in range(1, len(KEY)):
+        for cut in (f'The model model-{KEY[:n]}', f'The model model-{KEY[:n]}…', f'x {quote(KEY, safe="")[:n]}'):
+            field = secrets.redact_field(cut)
+            if n >= 6:
+                assert KEY[:6] not in field, field
+                assert field.endswith(REDACTED) or field.endswith(REDACTED + '…'), field
+            else:
+                assert field == cut  # too short to be told from words
+    assert secrets.redact_field('Ends with words.…') == 'Ends with words.…'
+
+
+def test_an_errors_cut_texts_keep_no_beginning_of_a_key():
+    error = NoCredit('No credit.', provider_message=f'quota for {KEY[:20]}…', details='x' * 10 + KEY[:12])
+    Secrets([KEY]).redact_error(error)
+    for text in (str(error), error.provider_message, error.details):
+        assert KEY[:6] not in text, text
+    assert error.provider_message == f'quota for {REDACTED}…' and error.details == 'x' * 10 + REDACTED

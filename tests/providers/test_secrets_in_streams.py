@@ -1,8 +1,10 @@
 # License: GPLv3 Copyright: the Book AI developers
 """No secret leaves a provider, whatever path the service's text takes: an error inside the
 stream of every wire format, an HTTP error, the answer and the reasoning (a key split across
-two events at every point), the model's name, the model list, web links, Test connection;
-in every form a service may echo it (raw, percent-encoded, base64, JSON-escaped). What the
+two events at every point, as it is and encoded), the model's name, the model list, web links,
+Test connection; in every form a service may echo it (helpers.secret_forms: in any case,
+percent-encoded, JSON- and HTML-escaped, hex, base64; test_secrets_in_answers.py has every form
+in every field). What the
 windows and the command line keep (a conversation's history) holds none either.
 
 Scripted servers: no real peer echoes a key on demand."""
@@ -133,7 +135,9 @@ def assert_no_secret(text):
         assert leaks(text, secret) == [], text
 
 
-@pytest.mark.parametrize('form', ['raw', 'percent', 'base64', 'base64-url', 'base64-bearer', 'json-slash'])
+@pytest.mark.parametrize('form', ['raw', 'percent', 'base64', 'base64-url', 'base64-bearer', 'json-slash', 'lower',
+                                  'bearer-lower', 'percent-every-byte', 'percent-dash', 'json-u', 'html-decimal',
+                                  'html-hex', 'html-named', 'hex-upper'])
 @pytest.mark.parametrize('wire', WIRES)
 def test_an_error_inside_the_stream_holds_no_key(wire, form, tmp_path):
     echoed = forms_of(KEY)[form]
@@ -146,7 +150,8 @@ def test_an_error_inside_the_stream_holds_no_key(wire, form, tmp_path):
     assert_no_secret(kept_in_history(tmp_path, answer))
 
 
-@pytest.mark.parametrize('form', ['raw', 'percent', 'base64', 'json-slash'])
+@pytest.mark.parametrize('form', ['raw', 'percent', 'base64', 'json-slash', 'upper', 'bearer-lower',
+                                  'percent-every-byte-lower', 'json-u-upper', 'html-hex-upper', 'hex'])
 @pytest.mark.parametrize('wire', WIRES)
 def test_an_http_error_holds_no_key(wire, form):
     body = json.dumps({'error': {'message': f'bad key {forms_of(KEY)[form]}'}}).encode()
@@ -157,11 +162,13 @@ def test_an_http_error_holds_no_key(wire, form):
 
 
 @pytest.mark.parametrize('wire', WIRES)
-@pytest.mark.parametrize('where', ['answer', 'reasoning'])
-def test_a_key_split_across_two_events_at_every_point(wire, where):
-    said = SAID.format(key=KEY)
-    start = said.index(KEY)
-    splits = range(start, start + len(KEY) + 1)
+@pytest.mark.parametrize('where, form', [('answer', 'raw'), ('reasoning', 'raw'), ('answer', 'percent-every-byte'),
+                                         ('reasoning', 'html-hex')])
+def test_a_key_split_across_two_events_at_every_point(wire, where, form):
+    echoed = forms_of(KEY)[form]
+    said = SAID.format(key=echoed)
+    start = said.index(echoed)
+    splits = range(start, start + len(echoed) + 1)
     replies = []
     for at in splits:
         pieces = [said[:at], said[at:]]
