@@ -7,7 +7,9 @@
     ask --library PATH --book ID... (--action NAME | --prompt TEXT) [--provider NAME] [--model ID] [--json]
         [--scope metadata|selection|chapter|position|book] [--position FRACTION] [--text TEXT] [--show-sent]
     ask-library QUESTION --library PATH [--book ID...] [--provider NAME] [--model ID] [--json] [--show-sent]
-    import-calibre [--library PATH...] [--yes]    what of calibre's own AI settings can be carried over; --yes does it
+    import-calibre [--library PATH...] [--yes [--with-python-templates]]
+        what of calibre's own AI settings can be carried over; --yes does it (templates that run as
+        Python code only with --with-python-templates)
     cover --library PATH BOOK_ID [--style NAME] [--provider NAME] [--prompt-only] [--out FILE] [--apply] [--undo]
         a cover made by the image provider (covers/): its prompt only, saved to FILE, put on the book
         (the old cover kept for Undo), or the old one put back
@@ -38,6 +40,7 @@ to configure is checked (providers.options.Option) before anything is saved.
 import argparse
 import io
 import json
+import math
 import os
 import re
 import signal
@@ -107,9 +110,21 @@ def say(stream: TextIO, text: str = '', end: str = '\n') -> None:
     stream.flush()
 
 
+def json_safe(value: object) -> object:
+    """value with every number JSON cannot hold (NaN, infinity) as null, in lists and objects too."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def emit(stream: TextIO, event: dict) -> None:
-    """One --json event on a line of its own: the one writer of JSON output."""
-    line = json.dumps(event, ensure_ascii=False)
+    """One --json event on a line of its own: the one writer of JSON output, always valid JSON
+    (json_safe(), then allow_nan=False: never NaN or Infinity, which are not JSON)."""
+    line = json.dumps(json_safe(event), ensure_ascii=False, allow_nan=False)
     stream.write(JSON_RAW.sub(lambda m: f'\\u{ord(m.group()):04x}', line) + '\n')
     stream.flush()
 
@@ -173,6 +188,9 @@ def parser() -> Parser:
                    help=_('Also read the fields chosen for this library (repeatable; the libraries calibre '
                           'has used are read anyway)'))
     i.add_argument('--yes', action='store_true', help=_('Carry them over (without it, nothing is changed)'))
+    i.add_argument('--with-python-templates', action='store_true',
+                   help=_('With --yes, also carry over the templates that run as Python code (listed whole '
+                          'without --yes; left out otherwise)'))
     add_cover(sub)
     return p
 
@@ -640,11 +658,20 @@ def cmd_import_calibre(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) 
     if not found.items and not found.problems:
         say(stdout, _("calibre's own AI settings were not found in {folder}.").format(
             folder=calibre_settings.calibre_config_dir()))
+    code = found.code_items()
     if args.yes and found.found:
-        failed = calibre_settings.carry_over(found)
+        failed = calibre_settings.carry_over(found, with_code=args.with_python_templates)
         if failed:
             raise Exit(NOT_WRITTEN, '\n'.join(failed + found.problems))
         say(stdout, _('Carried over into Book AI.'))
+        if code and not args.with_python_templates:
+            say(stdout, ngettext(
+                'Not carried over: {names}, a template that runs as Python code (listed whole above). Only if you '
+                'know what it does: import-calibre --yes --with-python-templates, or type it in the settings of '
+                'Book AI.',
+                'Not carried over: {names}, templates that run as Python code (listed whole above). Only if you '
+                'know what they do: import-calibre --yes --with-python-templates, or type them in the settings of '
+                'Book AI.', len(code)).format(names=', '.join(i.setting for i in code)))
     elif found.found:
         say(stdout, _('Nothing was changed: add --yes to carry these over.'))
     if found.problems:
@@ -663,8 +690,8 @@ def cmd_cover(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
 
 
 def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
-    from calibre_plugins.bookai.covers.library import BookGone, library_id_of, replace_cover, undo_cover
-    from calibre_plugins.bookai.covers.prompt import choices_from_prefs, cover_prompt
+    from calibre_plugins.bookai.covers.library import BookGone, NotReplaced, library_id_of, replace_cover, undo_cover
+    from calibre_plugins.bookai.covers.prompt import choices_from_prefs, cover_prompts
     from calibre_plugins.bookai.covers.undo import CoverUndo, NotKept
     db, book_id = library.db, args.book
     if not library.has_book(book_id):
@@ -673,9 +700,8 @@ def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int
     if args.undo:
         try:
             done = undo_cover(db, library_id, book_id, undo)
-        except OSError as e:
-            raise Exit(NOT_WRITTEN, _('calibre could not write the cover: {reason}').format(
-                reason=e.strerror or e)) from None
+        except NotReplaced as e:
+            raise Exit(NOT_WRITTEN, str(e)) from None
         if not done:
             raise Exit(NOTHING_FOUND, _('Book AI has replaced no cover of book {id} that it could put back.').format(
                 id=book_id))
@@ -686,7 +712,10 @@ def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int
     if not choices.style_text.strip():
         raise Exit(USAGE, _('The style "{name}" has no prompt of its own: choose another with --style.').format(
             name=args.style or plugin_prefs()['cover_style']))
-    prompt = cover_prompt(db.get_metadata(book_id), choices)
+    # the templates evaluated in calibre's worker, bounded; for --prompt-only (nothing sent), no Python run
+    (prompt,), notes = cover_prompts([db.get_metadata(book_id)], choices, preview=args.prompt_only)
+    for note in notes:
+        say(sys.stderr, note)
     if args.prompt_only:
         say(stdout, prompt)
         say(stdout, '--- ' + _('aspect ratio {aspect}; nothing was sent').format(aspect=choices.aspect))
@@ -705,15 +734,18 @@ def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int
         say(stdout, _('The cover ({kind}, {width}x{height}) is in {path}.').format(
             kind=result.image.extension.upper(), width=result.image.width, height=result.image.height, path=args.out))
     if args.apply:
+        from calibre_plugins.bookai.core.images import decode_images
+        # decoded by Book AI itself in calibre's worker, bounded, and written anew: only that goes into the library
+        (decoded,) = decode_images([data], [_('The image {provider} sent').format(provider=provider.display_name)],
+                                   cover=True)
+        if not decoded.ok:
+            raise Exit(NOT_WRITTEN, decoded.problem + ' ' + _('The book keeps its cover.'))
         try:
-            replace_cover(db, library_id, book_id, data, undo)
+            replace_cover(db, library_id, book_id, decoded, undo)
         except BookGone as e:
             raise Exit(USAGE, str(e)) from None
-        except NotKept as e:
+        except (NotKept, NotReplaced) as e:
             raise Exit(NOT_WRITTEN, str(e)) from None
-        except OSError as e:
-            raise Exit(NOT_WRITTEN, _('calibre could not write the cover: {reason}').format(
-                reason=e.strerror or e)) from None
         say(stdout, _('The new cover is on book {id}; "cover --undo" puts the old one back.').format(id=book_id))
     return OK
 

@@ -8,7 +8,6 @@ library's database keeps highlights and bookmarks, not this.) The CFI is turned
 into a place in the Book.
 """
 
-import json
 import os
 from datetime import datetime
 from hashlib import sha256
@@ -16,8 +15,15 @@ from typing import TYPE_CHECKING
 
 from calibre.constants import config_dir
 
+from calibre_plugins.bookai.core.files import read_regular
+from calibre_plugins.bookai.core.limits import load_json
+
 if TYPE_CHECKING:
     from calibre_plugins.bookai.grounding.extract import Book
+
+
+# bytes of the viewer's annotations file of one book read at most (calibre's file: a larger one gives no place)
+MAX_ANNOTATIONS_BYTES = 16 * 1024 * 1024
 
 
 def viewer_annotations_file(path: str) -> str:
@@ -28,10 +34,9 @@ def viewer_annotations_file(path: str) -> str:
 def saved_position(path: str, book: 'Book') -> float | None:
     """The reader's last-read position in the book file at path, as a fraction of book (the
     extract.Book read from it), or None when the viewer has none for it."""
-    try:
-        with open(viewer_annotations_file(path), 'rb') as f:
-            annotations = json.loads(f.read())
-    except (OSError, ValueError):  # never opened in the viewer, or a damaged file: no position
+    try:  # calibre's file: a regular file only, opened without blocking, bounded in size and structure
+        annotations = load_json(read_regular(viewer_annotations_file(path), MAX_ANNOTATIONS_BYTES))
+    except (OSError, ValueError, RecursionError):  # never opened in the viewer, not a file, too large, damaged
         return None
     places = []  # (when, fraction)
     for a in annotations if isinstance(annotations, list) else ():

@@ -9,6 +9,7 @@ it is saved; the provider checks again what it reads back from the settings file
 """
 
 import math
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -148,14 +149,30 @@ def check_url(value: str) -> str:
     return value
 
 
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP field name (RFC 9110's token)
+
+
+def checked_header(name: str, value: str) -> tuple[str, str]:
+    """(name, value) when it can be sent as it is: the name a token, the value without a line
+    break or other control character (CR or LF would start another header; ESC would reach a
+    terminal). Else ValueError, in words that never quote the value (it may hold a key)."""
+    if not HEADER_NAME.fullmatch(name):
+        raise ValueError(_('"{name}" is not the name of an HTTP header').format(name=shown(name, 80)))
+    if any(not c.isprintable() and c != '\t' for c in value):
+        raise ValueError(_('The value of the header "{name}" has a line break or a control character').format(
+            name=name))
+    return name, value
+
+
 def parse_headers(text: object) -> list[tuple[str, str]]:
     """'Name: value' lines (or ; separated), or (name, value) pairs as saved, into a list of
-    (name, value). Raises ValueError for anything else."""
+    (name, value), each checked by checked_header(). Raises ValueError for anything else."""
     if isinstance(text, (list, tuple)):
         pairs = [tuple(x) if isinstance(x, (list, tuple)) else x for x in text]
         for pair in pairs:
             if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(s, str) for s in pair)):
                 raise ValueError(_('"{value}" is not a "Name: value" header').format(value=shown(pair)))
+            checked_header(*pair)
         return pairs
     if not isinstance(text, str):
         raise ValueError(_('"{value}" is not a "Name: value" header').format(value=shown(text)))
@@ -165,7 +182,7 @@ def parse_headers(text: object) -> list[tuple[str, str]]:
             name, sep, value = part.partition(':')
             if not sep or not name.strip():
                 raise ValueError(_('"{value}" is not a "Name: value" header').format(value=shown(part.strip())))
-            headers.append((name.strip(), value.strip()))
+            headers.append(checked_header(name.strip(), value.strip()))
     return headers
 
 

@@ -19,7 +19,8 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from calibre_plugins.bookai.core.files import set_aside, write_private
+from calibre_plugins.bookai.core import limits
+from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular, set_aside, write_private
 
 if TYPE_CHECKING:
     from calibre.utils.config import JSONConfig
@@ -42,7 +43,7 @@ def private_config(rel_path: str, kinds: dict[str | None, Cleaner] | None = None
     raises TypeError when nothing can; what is not used is said in problem."""
     # importing calibre.utils.config reads calibre's own settings: not before a settings file is opened
     from calibre.utils.config import JSONConfig
-    from calibre.utils.config_base import to_json
+    from calibre.utils.config_base import from_json, to_json
 
     class PrivateJSONConfig(JSONConfig):
 
@@ -67,6 +68,12 @@ def private_config(rel_path: str, kinds: dict[str | None, Cleaner] | None = None
 
         def read_file(self) -> dict:
             return read_settings_file(self.file_path, self.raw_to_object)
+
+        @staticmethod
+        def raw_to_object(raw: bytes) -> Any:
+            """calibre's JSONConfig reading (its from_json for what it wrote specially), bounded in
+            depth and values by limits.load_json."""
+            return limits.load_json(raw.decode('utf-8'), object_hook=from_json)
 
         @staticmethod
         def cleaned(data: dict) -> tuple[dict, list[str]]:
@@ -115,15 +122,20 @@ def private_config(rel_path: str, kinds: dict[str | None, Cleaner] | None = None
 
 def read_settings_file(path: str, parse: Callable[[bytes], Any]) -> dict:
     """The settings in the JSON file at path (parse: its bytes to an object), read bounded:
-    {} when there is no file. Raises OSError when it cannot be read, ValueError (or
-    RecursionError, nested too deep) when it is too large or holds no settings."""
+    {} when there is no file. Only a regular file is read, opened without blocking
+    (core.files.read_regular): a FIFO, a device, a socket or a folder in its place (whatever a
+    link on the way says) is refused at once, never waited on. Raises OSError when it cannot
+    be read, ValueError (or RecursionError, nested too deep) when it is not a regular file, is
+    too large or holds no settings: each with its reason in words."""
     try:
-        with open(path, 'rb') as f:
-            raw = f.read(LARGEST_SETTINGS_FILE + 1)
+        raw = read_regular(path, LARGEST_SETTINGS_FILE)
     except FileNotFoundError:
         return {}
-    if len(raw) > LARGEST_SETTINGS_FILE:
-        raise ValueError(_('it is larger than {size} MB').format(size=LARGEST_SETTINGS_FILE // 2**20))
+    except NotRegular:
+        raise ValueError(_('it is not a regular file (a folder, a FIFO, a device or a socket is in its place)')) \
+            from None
+    except TooBig:
+        raise ValueError(_('it is larger than {size} MB').format(size=LARGEST_SETTINGS_FILE // 2**20)) from None
     data = parse(raw) if raw.strip() else {}
     if not isinstance(data, dict):
         raise ValueError(_('it holds no settings'))

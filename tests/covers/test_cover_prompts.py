@@ -55,14 +55,16 @@ CASES = [(book, choice) for book in BOOKS for choice in CHOICES]
 
 
 def ours(book: str, choice: str, refine: str = '') -> str:
-    from calibre_plugins.bookai.covers.prompt import CoverChoices, cover_prompt, refine_prompt
+    from calibre_plugins.bookai.covers.prompt import CoverChoices, cover_prompt, cover_texts, refine_prompt
     from calibre_plugins.bookai.covers.styles import style_by_name
     style, title, authors, series, description, templates, instructions, refinements = CHOICES[choice]
     choices = CoverChoices(style_by_name(style).template, title, authors, series, description, '3:4',
                            dict(templates), instructions)
+    mi = metadata(book)
+    texts = cover_texts(mi, choices.templates)  # the templates, evaluated in calibre's worker
     if refine:
-        return refine_prompt(metadata(book), choices, refine)
-    return cover_prompt(metadata(book), choices, refinements)
+        return refine_prompt(mi, choices, refine, texts)
+    return cover_prompt(mi, choices, refinements, texts)
 
 
 def calibres(monkeypatch, book: str, choice: str, refine: str = '') -> str:

@@ -73,29 +73,144 @@ def test_the_offer_lists_what_was_found_and_carries_only_the_sections_ticked(qap
     assert LLAMA_KEY not in json.dumps(dict(prefs))
 
 
-def test_the_offer_is_made_once_on_first_use_whatever_the_answer(qapp, calibre_config, saved_prefs, monkeypatch):
+def wait_for(qapp, done, what: str, seconds: float = 120) -> None:
+    """Process events until done() (calibre's files are read in a thread); a hang guard, not a measure."""
+    import time
+    end = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < end, f'{what}: still waiting'
+        qapp.processEvents()
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def first_use(monkeypatch, saved_prefs):
+    """The first-use offer as at a first start: not made yet, nothing looked at in this process; the
+    offers it shows (or the reading it did: found, exception) recorded."""
     plugin_prefs()['calibre_settings_offered'] = False
     monkeypatch.setattr(from_calibre, '_looked', False)
-    shown = []
+    seen = []
+    real = from_calibre.show_first_offer
 
-    def answer_not_now():
-        d = qapp.activeModalWidget()
-        shown.append(d)
-        d.reject()
-    QTimer.singleShot(0, answer_not_now)
-    from_calibre.offer_on_first_use(None)
-    assert len(shown) == 1 and isinstance(shown[0], from_calibre.CalibreSettingsOffer)
-    assert plugin_prefs()['calibre_settings_offered'] is True
+    def recorded(found, exc, parent):
+        seen.append((found, exc))
+        real(found, exc, parent)
+    monkeypatch.setattr(from_calibre, 'show_first_offer', recorded)
+    return seen
+
+
+def open_offers() -> list:
+    return list(from_calibre._open_offers)
+
+
+def test_the_offer_is_made_once_on_first_use_whatever_the_answer(qapp, calibre_config, first_use, monkeypatch):
+    from_calibre.offer_on_first_use(None)  # returns at once: calibre's files are read in a thread
+    assert plugin_prefs()['calibre_settings_offered'] is True  # marked before anything is read
+    wait_for(qapp, open_offers, 'the offer')
+    (d,) = open_offers()
+    assert isinstance(d, from_calibre.CalibreSettingsOffer) and d.isVisible()
+    d.reject()
+    assert not open_offers()
     assert 'openai' not in plugin_prefs()['providers']  # Not now: nothing carried over
     from_calibre.offer_on_first_use(None)  # not again in this process
     monkeypatch.setattr(from_calibre, '_looked', False)
     from_calibre.offer_on_first_use(None)  # nor in the next: the settings say it was made
-    assert len(shown) == 1
+    qapp.processEvents()
+    assert len(first_use) == 1 and not open_offers()
 
 
-def test_nothing_is_offered_where_calibre_had_no_ai(qapp, tmp_path, monkeypatch, saved_prefs):
+def test_nothing_is_offered_where_calibre_had_no_ai(qapp, tmp_path, monkeypatch, first_use):
     monkeypatch.setattr(calibre_settings, 'calibre_config_dir', lambda: str(tmp_path))
-    monkeypatch.setattr(from_calibre, '_looked', False)
-    plugin_prefs()['calibre_settings_offered'] = False
-    from_calibre.offer_on_first_use(None)  # would block on a dialog if one were shown
-    assert plugin_prefs()['calibre_settings_offered'] is False
+    from_calibre.offer_on_first_use(None)
+    wait_for(qapp, lambda: first_use, 'reading calibre\'s files')
+    assert first_use[0][1] is None and not first_use[0][0].found
+    assert not open_offers()
+    assert plugin_prefs()['calibre_settings_offered'] is True  # marked first: not read at every start
+
+
+def test_a_fifo_for_calibres_file_never_stops_the_first_window(qapp, calibre_config, first_use):
+    import os
+    (calibre_config / 'ai.json').unlink()
+    os.mkfifo(calibre_config / 'ai.json')  # read with open(), it would wait for a writer for ever
+    from_calibre.offer_on_first_use(None)  # returns at once whatever the files hold
+    wait_for(qapp, open_offers, 'the offer')
+    (d,) = open_offers()
+    assert d.problems.isVisibleTo(d) and 'ai.json could not be read: it is not a regular file' in d.problems.text()
+    d.reject()
+
+
+@pytest.mark.parametrize('failure', ['reading', 'settings'])
+def test_nothing_that_goes_wrong_stops_the_first_window(qapp, calibre_config, first_use, monkeypatch, failure):
+    """offer_on_first_use caught only OSError: anything else kept the first Book AI window from opening."""
+    def broken(*args, **kwargs):
+        raise KeyError('temperature')
+    if failure == 'reading':
+        monkeypatch.setattr(from_calibre, 'read', broken)
+    else:
+        monkeypatch.setattr(from_calibre, 'offered', broken)
+    from_calibre.offer_on_first_use(None)  # no exception
+    if failure == 'reading':
+        wait_for(qapp, lambda: first_use, 'reading')
+        assert isinstance(first_use[0][1], KeyError)
+    qapp.processEvents()
+    assert not open_offers()
+
+
+def test_wrong_types_in_calibres_files_are_listed_in_the_offer(qapp, tmp_path, monkeypatch, first_use):
+    monkeypatch.setattr(calibre_settings, 'calibre_config_dir', lambda: str(tmp_path))
+    (tmp_path / 'ai.json').write_text(json.dumps({'providers': {
+        'OpenAI': {'temperature': 0.5, 'headers': [['X-A', 'b\r\nc']], 'text_model': 'gpt-5'},
+        'Anthropic': {'data_collection': 'deny'}, 'OpenRouter': {'data_collection': ['deny']}}}))
+    from_calibre.offer_on_first_use(None)
+    wait_for(qapp, open_offers, 'the offer')
+    (d,) = open_offers()
+    said = [d.tree.topLevelItem(i).child(j).text(2) for i in range(d.tree.topLevelItemCount())
+            for j in range(d.tree.topLevelItem(i).childCount())]
+    assert "not carried over: Book AI's OpenAI has no such setting" in said
+    assert 'not carried over: it is not a value calibre writes for this setting' in said
+    d.reject()
+
+
+def test_a_python_template_is_shown_whole_and_needs_its_own_tick(qapp, calibre_config, saved_prefs, artifacts):
+    template = "python:\ndef evaluate(book, context):\n    return book.title.upper()\n" + '# more\n' * 40
+    gui = json.loads((calibre_config / 'gui.json').read_text('utf-8'))
+    gui['llm-cover-generation']['title_template'] = template
+    (calibre_config / 'gui.json').write_text(json.dumps(gui))
+    plugin_prefs()['cover_templates'] = {'title': '', 'authors': '', 'series': ''}
+    d = from_calibre.CalibreSettingsOffer(calibre_settings.read())
+    d.resize(d.sizeHint())
+    d.show()
+    qapp.processEvents()
+    assert template in d.code_view.toPlainText()  # whole
+    assert d.code_box is not None and not d.code_box.isChecked()
+    assert d.grab().save(str(artifacts / 'import-offer-python-template.png'))
+    d.carry_button.click()
+    assert plugin_prefs()['cover_templates']['title'] == ''  # not ticked: not carried
+    assert plugin_prefs()['cover_templates']['series'] == '{series} #{series_index}'
+    d = from_calibre.CalibreSettingsOffer(calibre_settings.read())
+    d.code_box.setChecked(True)
+    d.carry_button.click()
+    assert plugin_prefs()['cover_templates']['title'] == template
+
+
+def test_the_import_on_demand_reads_in_a_thread_and_offers(qapp, calibre_config, saved_prefs, monkeypatch):
+    import threading
+    threads = []
+    real = calibre_settings.read
+
+    def where(*args, **kwargs):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real(*args, **kwargs)
+    monkeypatch.setattr(from_calibre, 'read', where)
+    shown = []
+
+    def answer():
+        d = qapp.activeModalWidget()
+        if d is None:
+            QTimer.singleShot(20, answer)
+            return
+        shown.append(d)
+        d.reject()
+    QTimer.singleShot(0, answer)
+    assert from_calibre.offer_on_demand(None) is False
+    assert threads == [False] and len(shown) == 1 and isinstance(shown[0], from_calibre.CalibreSettingsOffer)

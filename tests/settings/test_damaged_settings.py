@@ -121,11 +121,13 @@ def test_a_file_that_cannot_be_opened_is_said_and_kept(monkeypatch, damaged_pref
     open_with, path = damaged_prefs
     real_open = open
 
-    def refusing(file, *args, **kw):
+    real_read = prefs.read_regular
+
+    def refusing(file, *args, **kw):  # prefs reads its file through core.files.read_regular
         if str(file) == path:
             raise PermissionError(13, 'Permission denied', path)
-        return real_open(file, *args, **kw)
-    monkeypatch.setattr(prefs, 'open', refusing, raising=False)
+        return real_read(file, *args, **kw)
+    monkeypatch.setattr(prefs, 'read_regular', refusing)
     config = open_with(json.dumps(GOOD).encode())
     assert config['provider'] == '' and config['providers'] == {}  # the defaults, for now
     assert prefs.problems() == [f'{SAID} {path}: Permission denied. Defaults are used for what could not be '
