@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from calibre.constants import config_dir
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
-from calibre_plugins.bookai.core.files import set_aside, write_private
+from calibre_plugins.bookai.core import limits
+from calibre_plugins.bookai.core.files import read_regular, set_aside, write_private
 
 load_translations()
 
@@ -130,10 +131,11 @@ class History:
 
 def read(path: str) -> Conversation:
     """The conversation saved in the file at path. Raises ValueError for anything but a saved
-    conversation (bytes that are not UTF-8 text included), OSError if it cannot be read."""
-    with open(path, 'rb') as f:
-        raw = f.read()
-    return Conversation.from_dict(json.loads(raw.decode('utf-8')))
+    conversation (bytes that are not UTF-8 text included; JSON beyond limits.load_json's bounds),
+    OSError if it cannot be read: a FIFO, device or folder in its place is not waited on, and a
+    file larger than limits.MAX_CONVERSATION_BYTES is not read (core.files.read_regular)."""
+    raw = read_regular(path, limits.MAX_CONVERSATION_BYTES)
+    return Conversation.from_dict(limits.load_json(raw.decode('utf-8')))
 
 
 def safe_name(text: object) -> str:

@@ -12,7 +12,7 @@ than limits.MAX_LINE_CHARS raises LineTooLong; time is linear in the input,
 however the lines are cut into reads.
 
 NDJSONDecoder yields one parsed JSON value per non-blank line (limits.load_json:
-nested too deep raises TooDeep).
+nested too deep raises TooDeep, too many values for its size TooManyValues).
 """
 
 import codecs
@@ -169,7 +169,7 @@ class NDJSONDecoder:
     def _parse(line: str) -> Any:
         try:
             return limits.load_json(line)
-        except limits.TooDeep:
+        except limits.TooComplex:
             raise
         except ValueError:
             raise ValueError(f'not a JSON line: {line[:200]!r}') from None

@@ -8,9 +8,17 @@ calibre's conversion first (later: as a calibre job).
 
 A book is data from outside: what is unpacked is counted while it is read, in bounded
 pieces (never trusting the sizes the zip declares), against named limits on one file,
-on the whole book and on its number of files; elements are walked without recursion,
-down to a named depth. Every failure is an UnreadableBook with a sentence; a chapter
-that is not XML, or is missing, is left out and named in Book.skipped.
+on the whole book and on its number of files; so are the elements, attributes and entity
+references of each file (its '<', '=' and '&'), before it is parsed, and the attributes of
+each tag. A chapter over a limit of one file is left out, and only it: named in
+Book.skipped with why (Book.reasons), said by Book.skipped_note(), the rest of the book
+read. Once the book itself is over its limits (bytes unpacked, paragraphs) the chapters
+after are left out the same way. libxml2 parses with its own limits on (depth, text and
+names, entity amplification: entities are never expanded in text, and an entity that grows
+an attribute beyond them is dropped); a chapter it cannot read within them is parsed again
+by calibre's HTML 5 parser, which expands no entity. Elements are walked without recursion,
+down to a named depth. A book none of whose chapters could be read, or whose container or
+package is damaged or over a limit, is an UnreadableBook with a sentence.
 """
 
 import bz2
@@ -22,6 +30,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from os import PathLike
 from urllib.parse import unquote, urldefrag
 
@@ -45,8 +54,20 @@ MAX_MEMBERS = 10_000                  # the most files a book may hold
 MAX_PARAGRAPHS = 1_000_000            # the most paragraphs read from a book
 MAX_DEPTH = 256                       # deeper elements are read as one block with their contents
 MAX_REPARSED_DEPTH = 10_000           # a file deeper than libxml2 reads is parsed again as HTML up to this depth
+# The most elements, attributes and entity references one file of a book may hold, counted as its
+# '<', '=' and '&' while it is unpacked, before it is parsed: parsed, each takes about 128 bytes
+# (libxml2's node), so a file takes at most about 130 MB. A long chapter has a few thousand; a
+# whole novel in one file, a few hundred thousand.
+MAX_NODES = 1_000_000
+# The most attributes one tag may have: libxml2 compares each with all the others before it
+# (20,000 take 2 s, 200,000 minutes). Real tags have a handful.
+MAX_ATTRIBUTES = 1_000
 TAG = re.compile(rb'<(/?)[A-Za-z][^<>]*?(/?)>')
+MANY_ATTRIBUTES = re.compile(rb'<[^<>=]*(?:=[^<>=]*){%d}' % (MAX_ATTRIBUTES + 1))
 READ_PIECE = 256 * 1024               # unpacked in pieces of this size, each counted
+# what libxml2 says when a file is beyond the limits it keeps without huge_tree (deeper than 256
+# levels, a text, name or attribute longer than 10 MB, entities that grow too much)
+LIBXML2_LIMITS = ('huge', 'excessive depth', 'too long', 'too big', 'limit', 'amplification', 'entity reference loop')
 
 Steps = tuple[int, ...]  # where an element is, as the E-book viewer's CFI steps
 
@@ -73,7 +94,8 @@ class Chapter:
 class Book:
     chapters: list[Chapter]
     paragraphs: list[Paragraph]
-    skipped: list[str] = field(default_factory=list)  # names of chapter files left out: missing or not XML
+    skipped: list[str] = field(default_factory=list)  # names of chapter files left out, in order
+    reasons: dict[str, str] = field(default_factory=dict)  # why each was left out (a file's name: words)
 
     @property
     def length(self) -> int:
@@ -84,11 +106,11 @@ class Book:
         return offset / self.length if self.length else 0.0
 
     def skipped_note(self) -> str:
-        """The sentence that tells the reader which chapters were left out, or ''."""
+        """The sentence that tells the reader which chapters were left out, and why, or ''."""
         if not self.skipped:
             return ''
         return _('Some chapters of this book could not be read and were left out: {files}').format(
-            files=', '.join(self.skipped[:10]) + (' …' if len(self.skipped) > 10 else ''))
+            files=left_out(self.skipped, self.reasons))
 
     def offset_of_cfi(self, cfi: str) -> int | None:
         """The character offset of a place the E-book viewer gave as a CFI (its reading
@@ -118,6 +140,27 @@ class Book:
         return self.chapters[found] if self.chapters else None
 
 
+def left_out(names: list[str], reasons: dict[str, str]) -> str:
+    """The files left out, grouped by why (in parentheses), at most ten named of each: for a sentence."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(reasons.get(name, ''), []).append(name)
+    parts = []
+    for reason, group in groups.items():
+        shown = ', '.join(map(shown_name, group[:10])) + (' …' if len(group) > 10 else '')
+        parts.append(f'{shown} ({reason})' if reason else shown)
+    return '; '.join(parts)
+
+
+CONTROL = re.compile('[\x00-\x1f\x7f-\x9f]')
+
+
+def shown_name(name: str) -> str:
+    """A file's name from a book as it may be shown: no control character (each as ?), at most 200 characters."""
+    name = CONTROL.sub('?', name)
+    return name if len(name) <= 200 else name[:199] + '…'
+
+
 CFI = re.compile(r'^epubcfi\((/[^)]*)\)$')
 
 
@@ -141,6 +184,8 @@ def parse_cfi(cfi: str | None) -> tuple[Steps, int]:
     return tuple(steps), char
 
 
+# what unpacking one damaged or encrypted (RuntimeError) file of a zip raises
+DAMAGED_FILE = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, NotImplementedError, RuntimeError, OSError)
 DEFLATE64 = 9  # the zip compression method some Windows tools use, which Python's zipfile cannot read
 METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 
@@ -161,14 +206,39 @@ def read_epub(path: str | PathLike) -> Book:
         raise UnreadableBook(_('{path} could not be read as an EPUB: {error}').format(path=path, error=e)) from None
 
 
-def too_big(path: str | PathLike, member: str | None = None) -> UnreadableBook:
-    """The UnreadableBook for a book, or one file of it, that unpacks to more than the limit."""
-    if member is None:
-        return UnreadableBook(_('{path} could not be read: it unpacks to more than {limit} MB, the most Book AI '
-                                'reads of one book.').format(path=path, limit=MAX_BOOK_BYTES // 2**20))
-    return UnreadableBook(_('{path} could not be read: its file {member} unpacks to more than {limit} MB, the most '
-                            'Book AI reads of one file.').format(path=path, member=member,
-                                                                 limit=MAX_MEMBER_BYTES // 2**20))
+class LeftOut(Exception):
+    """A file of a book not read, over a limit: why (words that follow its name), and whether the
+    book itself is over its limits (rest: the files after it are not read either)."""
+
+    def __init__(self, reason: str, rest: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.rest = rest
+
+
+def member_too_big() -> LeftOut:
+    return LeftOut(_('more than {limit} MB unpacked, the most Book AI reads of one file').format(
+        limit=MAX_MEMBER_BYTES // 2**20))
+
+
+def book_too_big() -> LeftOut:
+    return LeftOut(_('the book unpacks to more than {limit} MB, the most Book AI reads of one book').format(
+        limit=MAX_BOOK_BYTES // 2**20), rest=True)
+
+
+def too_many_nodes() -> LeftOut:
+    return LeftOut(_('more than {count} elements, attributes and entities, the most Book AI reads in one file').format(
+        count=f'{MAX_NODES:,}'))
+
+
+def too_many_attributes() -> LeftOut:
+    return LeftOut(_('a tag with more than {count} attributes, the most Book AI reads in one tag').format(
+        count=f'{MAX_ATTRIBUTES:,}'))
+
+
+def too_many_paragraphs() -> LeftOut:
+    return LeftOut(_('the book has more than {count} paragraphs, the most Book AI reads of one book').format(
+        count=f'{MAX_PARAGRAPHS:,}'), rest=True)
 
 
 def check_methods(zf: zipfile.ZipFile, path: str | PathLike) -> None:
@@ -199,19 +269,30 @@ class EpubReader:
         self.too_deep = False  # the last file parsed nests deeper than libxml2 reads
 
     def read(self, name: str) -> bytes:
-        """The unpacked bytes of the file name, counted piece by piece against the limits."""
+        """The unpacked bytes of the file name, counted piece by piece against the limits: its size
+        (MAX_MEMBER_BYTES), the book's (MAX_BOOK_BYTES, then rest), its elements, attributes and
+        entities (MAX_NODES) and the attributes of each of its tags (MAX_ATTRIBUTES). Raises
+        LeftOut, KeyError when the book has no such file."""
         info = self.zf.getinfo(name)
         if info.file_size > MAX_MEMBER_BYTES:
-            raise too_big(self.path, name)
-        data = bytearray()
+            raise member_too_big()
+        pieces, size, nodes = [], 0, 0
         for piece in self.pieces(info):
-            data += piece
+            pieces.append(piece)
+            size += len(piece)
             self.unpacked += len(piece)
-            if len(data) > MAX_MEMBER_BYTES:
-                raise too_big(self.path, name)
+            if size > MAX_MEMBER_BYTES:
+                raise member_too_big()
             if self.unpacked > MAX_BOOK_BYTES:
-                raise too_big(self.path)
-        return bytes(data)
+                raise book_too_big()
+            nodes += piece.count(b'<') + piece.count(b'=') + piece.count(b'&')
+            if nodes > MAX_NODES:
+                raise too_many_nodes()
+        data = b''.join(pieces)
+        del pieces
+        if MANY_ATTRIBUTES.search(data):
+            raise too_many_attributes()
+        return data
 
     def pieces(self, info: zipfile.ZipInfo) -> Iterator[bytes]:
         """The unpacked bytes of a file, READ_PIECE at a time. zipfile unpacks Deflate in bounded
@@ -251,52 +332,60 @@ class EpubReader:
             raise zipfile.BadZipFile(f'Bad CRC-32 for file {info.filename!r}')
 
     def xml(self, name: str, data: bytes | None = None) -> etree._Element | None:
-        """The root element of the XML file name; None when it holds no XML at all."""
-        parser = etree.XMLParser(recover=True, resolve_entities=False, no_network=True, huge_tree=True)
+        """The root element of the XML file name; None when it holds no XML at all, or none that
+        libxml2 reads within its own limits (then self.too_deep). Raises LeftOut, KeyError (read())."""
+        parser = etree.XMLParser(recover=True, resolve_entities=False, no_network=True, huge_tree=False)
         try:
-            return etree.fromstring(self.read(name) if data is None else data, parser=parser)
+            root = etree.fromstring(self.read(name) if data is None else data, parser=parser)
         except etree.XMLSyntaxError:
-            return None
-        finally:
-            self.too_deep = any('Excessive depth' in e.message for e in parser.error_log)
+            root = None
+        self.too_deep = any(limit in e.message.lower() for e in parser.error_log for limit in LIBXML2_LIMITS)
+        return None if self.too_deep else root
 
     def chapter(self, name: str) -> etree._Element | None:
-        """The root element of the XHTML file name; None when it is missing or holds no XML.
-        libxml2 stops at a depth of elements (256, or 2048 in newer versions even with
-        huge_tree) and drops the rest of the file: such a file is parsed again as HTML by
-        calibre's HTML 5 parser, which has no such limit, but takes a time that grows with the
-        square of the depth: so only up to MAX_REPARSED_DEPTH. A deeper one is left out, as
-        damaged."""
+        """The root element of the XHTML file name; None when it is missing or holds no XML. A
+        file libxml2 does not read within its limits (deeper than 256 levels, a text longer than
+        10 MB, entities that grow too much) is parsed again by calibre's HTML 5 parser, which has
+        no such limit and expands no entity, but takes a time that grows with the square of the
+        depth: so only up to MAX_REPARSED_DEPTH. A deeper one is left out (LeftOut), as are the
+        files over the limits read() counts."""
         try:
             data = self.read(name)
         except KeyError:
             return None
         root = self.xml(name, data)
         if self.too_deep:
-            root = None
-            if deepest(data) <= MAX_REPARSED_DEPTH:
-                try:
-                    from html5_parser import parse  # for the rare file too deep for libxml2 only
-                    root = parse(data, maybe_xhtml=True, keep_doctype=False)
-                except Exception:  # not HTML either
-                    pass
+            if deepest(data) > MAX_REPARSED_DEPTH:
+                raise LeftOut(_('nested deeper than {depth} levels').format(depth=f'{MAX_REPARSED_DEPTH:,}'))
+            try:
+                from html5_parser import parse  # for the rare file beyond libxml2's limits only
+                root = parse(data, maybe_xhtml=True, keep_doctype=False)
+            except Exception:  # not HTML either
+                root = None
         return root
 
     def damaged(self, name: str) -> UnreadableBook:
         return UnreadableBook(_('{path} could not be read as an EPUB: {error}').format(
-            path=self.path, error=_('its file {member} is damaged.').format(member=name)))
+            path=self.path, error=_('its file {member} is damaged.').format(member=shown_name(name))))
+
+    def package_file(self, name: str) -> etree._Element:
+        """The root of the container or the package: without either there is no book (UnreadableBook)."""
+        try:
+            root = self.xml(name)
+        except LeftOut as e:
+            raise UnreadableBook(_('{path} could not be read: its file {member} is over a limit ({reason}).').format(
+                path=self.path, member=shown_name(name), reason=e.reason)) from None
+        if root is None:
+            raise self.damaged(name)
+        return root
 
     def book(self) -> Book:
-        container = self.xml('META-INF/container.xml')
-        if container is None:
-            raise self.damaged('META-INF/container.xml')
+        container = self.package_file('META-INF/container.xml')
         opf_name = next(iter(container.xpath('//*[local-name()="rootfile"]/@full-path')), '')
         if not opf_name:
             raise UnreadableBook(_('{path} could not be read as an EPUB: {error}').format(
                 path=self.path, error=_('its META-INF/container.xml names no package file.')))
-        opf = self.xml(opf_name)
-        if opf is None:
-            raise self.damaged(opf_name)
+        opf = self.package_file(opf_name)
         base = posixpath.dirname(opf_name)
         manifest = {}
         for item in opf.xpath('//*[local-name()="manifest"]/*[local-name()="item"]'):
@@ -307,34 +396,64 @@ class EpubReader:
             (i for i in opf.xpath('//*[local-name()="spine"]/*[local-name()="itemref"]/@idref') if i in manifest), 1)
             if 'html' in manifest[i][1]]
         titles = self.toc_titles(opf, manifest)
-        chapters, paragraphs, skipped = [], [], []
-        offset = 0
+        del opf, container
+        chapters, paragraphs, skipped, reasons = [], [], [], {}
+        offset, rest, seen = 0, '', set()
         for number, name in spine:
-            root = self.chapter(name)
-            if root is None:
-                skipped.append(name)
+            if name in seen:  # a file listed twice in the spine (not allowed): read once
                 continue
-            blocks = list(block_texts(root, (2 * number, 2)))
+            seen.add(name)
+            if rest:  # the book is over its limits: the chapters after are not read
+                skipped.append(name)
+                reasons[name] = rest
+                continue
+            try:
+                root = self.chapter(name)
+                if root is None:
+                    skipped.append(name)
+                    reasons[name] = _('missing') if name not in self.names else _('not XML')
+                    continue
+                blocks = []
+                for block in block_texts(root, (2 * number, 2)):
+                    blocks.append(block)
+                    if len(paragraphs) + len(blocks) > MAX_PARAGRAPHS:
+                        raise too_many_paragraphs()
+            except LeftOut as e:
+                skipped.append(name)
+                reasons[name] = e.reason
+                rest = e.reason if e.rest else ''
+                continue
+            except DAMAGED_FILE:  # this file's bytes only (its CRC, its compression): the others may be whole
+                skipped.append(name)
+                reasons[name] = _('damaged')
+                continue
+            finally:
+                root = None  # the parsed chapter goes before the next one is read
             if not blocks:
                 continue
-            if len(paragraphs) + len(blocks) > MAX_PARAGRAPHS:
-                raise UnreadableBook(_('{path} could not be read: it has more than {count} paragraphs, the most '
-                                       'Book AI reads of one book.').format(path=self.path,
-                                                                            count=f'{MAX_PARAGRAPHS:,}'))
             title = titles.get(name)
             if title or not chapters:
                 chapters.append(Chapter(title or blocks[0][0][:80], offset))
             for text, path in blocks:
                 paragraphs.append(Paragraph(len(chapters) - 1, offset, text, path))
                 offset += len(text) + 1
-        return Book(chapters, paragraphs, skipped)
+        if not paragraphs and skipped:
+            raise UnreadableBook(_('{path} could not be read: none of its text could be; left out: {files}.').format(
+                path=self.path, files=left_out(skipped, reasons)))
+        return Book(chapters, paragraphs, skipped, reasons)
+
+    @cached_property
+    def names(self) -> set[str]:
+        """The names of the files in the book."""
+        return set(self.zf.namelist())
 
     def table_of_contents(self, name: str) -> etree._Element:
-        """The root of the table of contents name; an empty one when it is missing or not XML:
-        chapters are then named from their first lines, as for a book without one."""
+        """The root of the table of contents name; an empty one when it is missing, not XML or
+        over a limit (LeftOut): chapters are then named from their first lines, as for a book
+        without one."""
         try:
             root = self.xml(name)
-        except KeyError:
+        except (KeyError, LeftOut):
             root = None
         return etree.Element('empty') if root is None else root
 

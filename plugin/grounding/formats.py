@@ -6,7 +6,11 @@ own conversion to EPUB first.
 In calibre the conversion runs as a calibre job (progress in the Jobs panel,
 cancellable): conversion_job() gives the job's function and arguments, converted_path()
 where its EPUB goes, job_error() the words for a job that failed. On the command line
-and in tests it runs in this process: convert_to_epub(), or read_book() for both steps.
+and in tests it runs in a calibre worker process of its own, bounded in time and memory
+(core.isolated.run: CONVERSION_SECONDS, CONVERSION_MEMORY), since what calibre's input
+plugins take for a crafted book cannot be bounded from outside them: convert_to_epub(), or
+read_book() for both steps. The EPUB it makes is then read as any other, within
+extract's limits.
 
 calibre's input plugins and conversion pipeline are imported when first needed: an EPUB,
 the common case, is read without them.
@@ -14,7 +18,6 @@ the common case, is read without them.
 
 import contextlib
 import io
-import json
 import os
 import re
 import tempfile
@@ -22,6 +25,7 @@ from collections.abc import Iterable
 from os import PathLike
 from typing import TYPE_CHECKING
 
+from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook, read_epub
 
 if TYPE_CHECKING:
@@ -35,6 +39,10 @@ CONVERTED_FIRST = ('AZW3', 'MOBI', 'AZW', 'DOCX', 'FB2', 'HTMLZ', 'ODT', 'RTF', 
 # input formats calibre converts that hold pictures or instructions, not a book's text
 NOT_TEXT = frozenset(('CBZ', 'CBR', 'CB7', 'CBC', 'RECIPE', 'DOWNLOADED_RECIPE'))
 JOB_FUNCTION = 'gui_convert'  # calibre's own conversion job (calibre.gui2.convert.gui_conversion)
+# What converting one book for reading may take in its worker (convert_to_epub): a long PDF takes
+# minutes and a few hundred MB; a crafted FB2 of millions of paragraphs would take gigabytes.
+CONVERSION_SECONDS = 30 * 60
+CONVERSION_MEMORY = 1536 * 1024 * 1024
 
 
 def convertible_formats() -> set[str]:
@@ -81,12 +89,46 @@ def converted_path(workdir: str | PathLike, src: str | PathLike) -> str:
     return os.path.join(str(workdir), os.path.basename(str(src)) + '.epub')
 
 
-def convert_to_epub(src: str | PathLike, dest: str | PathLike, log: 'Log | None' = None) -> None:
+def convert_to_epub(src: str | PathLike, dest: str | PathLike) -> None:
+    """Convert src to the EPUB dest with calibre's conversion, in a calibre worker process
+    (core.isolated.run of convert_in_worker), killed when it takes longer than
+    CONVERSION_SECONDS or more memory than CONVERSION_MEMORY. From a worker thread or the
+    command line, never the GUI thread. Raises UnreadableBook."""
+    from calibre_plugins.bookai.core import isolated  # late: it imports calibre's worker machinery when used
+    try:
+        failed = isolated.run('grounding.formats', 'convert_in_worker', (str(src), str(dest)), CONVERSION_SECONDS,
+                              CONVERSION_MEMORY)
+    except isolated.Refused as e:
+        sentence = str(e)
+        raise not_converted(src, sentence[:1].lower() + sentence[1:]) from None
+    if failed:
+        raise UnreadableBook(str(failed))
+
+
+def convert_in_worker(src: str, dest: str) -> str:
+    """convert_here(src, dest), in calibre's worker process (run by convert_to_epub, through
+    core.isolated.run): bounded first. '' when done, else the UnreadableBook's sentence."""
+    from calibre_plugins.bookai.core import isolated
+    isolated.bounded_here()
+    memory = int(os.environ.get('BOOKAI_WORKER_MEMORY') or CONVERSION_MEMORY)
+    start = isolated.process_memory('VmHWM') or 0
+    try:
+        convert_here(src, dest)
+    except (UnreadableBook, MemoryError) as e:
+        # out of its memory, calibre's parsers say "unknown error", or nothing: said as what it is
+        if isinstance(e, MemoryError) or (isolated.process_memory('VmHWM') or 0) - start > memory * 0.8:
+            reason = _('it needed more memory than Book AI allows a conversion ({megabytes} MB).')
+            return str(not_converted(src, reason.format(megabytes=memory // 2**20)))
+        return str(e)
+    return ''
+
+
+def convert_here(src: str | PathLike, dest: str | PathLike, log: 'Log | None' = None) -> None:
     """Convert src to the EPUB dest with calibre's conversion, in this process (what the
-    calibre job of conversion_job() does in a worker). log: a calibre Log; by default
-    calibre's messages are kept in memory, and its last line is the reason given when
-    calibre's error has no words of its own. What calibre prints is kept off standard
-    output. Raises UnreadableBook."""
+    calibre job of conversion_job() does in a worker, and convert_in_worker in Book AI's).
+    log: a calibre Log; by default calibre's messages are kept in memory, and its last line
+    is the reason given when calibre's error has no words of its own. What calibre prints is
+    kept off standard output. Raises UnreadableBook."""
     from calibre.ebooks.conversion.plumber import Plumber  # late: see the module's docstring
     from calibre.utils.logging import Log, Stream
     if log is None:
@@ -97,6 +139,8 @@ def convert_to_epub(src: str | PathLike, dest: str | PathLike, log: 'Log | None'
             plumber = Plumber(str(src), str(dest), log)
             plumber.merge_ui_recommendations(conversion_recommendations())
             plumber.run()
+    except MemoryError:
+        raise
     except Exception as e:
         raise not_converted(src, reason_of(e) or last_line(log)) from None
     if not os.path.exists(dest):
@@ -148,8 +192,8 @@ def job_error(src: str | PathLike, details: str | None) -> UnreadableBook:
 def feedback_text(message: str) -> str:
     """The words of a ConversionUserFeedBack, which the worker's log shows as JSON."""
     try:
-        feedback = json.loads(message)
-        return ' '.join(part for part in (feedback.get('title'), feedback.get('msg')) if part)
+        feedback = limits.load_json(message)
+        return ' '.join(part for part in (feedback.get('title'), feedback.get('msg')) if isinstance(part, str) and part)
     except (ValueError, AttributeError):
         return message
 

@@ -16,7 +16,6 @@ under the selection; without one, a highlight is made. An existing note is
 appended to, never replaced.
 """
 
-import json
 from collections.abc import Callable
 from html import escape
 from typing import TYPE_CHECKING
@@ -31,6 +30,7 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.notes import note_markdown
 from calibre_plugins.bookai.conversation.prompts import selected_for_prompt
+from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.grounding.scopes import SCOPES
 from calibre_plugins.bookai.gui import settings_dialog
 from calibre_plugins.bookai.gui.book_text import ViewerBook
@@ -217,7 +217,7 @@ def highlight_uuid(annot: dict | str | None) -> str:
         return annot.get('uuid') or ''
     if isinstance(annot, str) and annot:
         try:
-            data = json.loads(annot)
+            data = limits.load_json(annot)
         except ValueError:
             return annot
         return data.get('uuid', '') if isinstance(data, dict) else ''

@@ -84,7 +84,9 @@ def zipped(files, method=zipfile.ZIP_DEFLATED):
 
 @st.composite
 def mutated(draw, data, hostile=(b'<', b'>', b'</p>', b'<br/>', b'<div>' * 50, b'&amp;', b'&bogus;', b'\x00',
-                                 b']]>', b'<!DOCTYPE x [<!ENTITY a "aaaa">]>', b'\xff\xfe', b'PK\x03\x04')):
+                                 b']]>', b'<!DOCTYPE x [<!ENTITY a "aaaa">]>', b'\xff\xfe', b'PK\x03\x04',
+                                 b'<!DOCTYPE x [<!ENTITY b "bbbb"><!ENTITY a "&b;&b;&b;&b;&b;&b;&b;&b;">]>',
+                                 b' title="&a;&a;&a;&a;"', b' a="1" b="2" c="3"', b'<p/>' * 200)):
     """data with a few bit flips, truncations, duplications, deletions and insertions."""
     return mutate(draw, data, st.sampled_from(hostile) | st.binary(max_size=20), least=1)
 

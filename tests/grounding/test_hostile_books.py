@@ -57,8 +57,12 @@ def test_a_zip_bomb_in_many_files_stops_at_the_limit_of_the_book(tmp_path):
     book = bomb_epub(tmp_path / 'bombs.epub', members, each)
     outcome, growth = peak_growth(lambda: read_epub(book))
     assert isinstance(outcome, UnreadableBook), outcome
-    assert str(outcome) == (f'{book} could not be read: it unpacks to more than {extract.MAX_BOOK_BYTES // MB} MB, '
-                            'the most Book AI reads of one book.')
+    # the chapters read before the limit hold only spaces: no text; the others are left out, and said so
+    read = extract.MAX_BOOK_BYTES // (each + 100)
+    left = ', '.join(f'OEBPS/c{i}.xhtml' for i in range(read, members))
+    assert str(outcome) == (f'{book} could not be read: none of its text could be; left out: {left} (the book '
+                            f'unpacks to more than {extract.MAX_BOOK_BYTES // MB} MB, the most Book AI reads of one '
+                            'book).')
     assert growth < 300 * MB, growth // MB
 
 
@@ -70,13 +74,14 @@ def test_too_many_files_is_said(tmp_path, monkeypatch):
     assert str(e.value) == f'{book} could not be read: it holds more than 20 files, the most Book AI reads in one book.'
 
 
-def test_too_many_paragraphs_is_said(tmp_path, monkeypatch):
+def test_too_many_paragraphs_leaves_out_the_chapters_after_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(extract, 'MAX_PARAGRAPHS', 5)
-    book = make_epub(tmp_path / 'long.epub', ['<p>a</p>' * 3, '<p>b</p>' * 3])
-    with pytest.raises(UnreadableBook) as e:
-        read_epub(book)
-    assert str(e.value) == (f'{book} could not be read: it has more than 5 paragraphs, the most Book AI reads of '
-                            'one book.')
+    book = read_epub(make_epub(tmp_path / 'long.epub', ['<p>a</p>' * 3, '<p>b</p>' * 3, '<p>c</p>']))
+    assert [p.text for p in book.paragraphs] == ['a'] * 3  # what fits, whole chapters
+    assert book.skipped == ['OEBPS/c1.xhtml', 'OEBPS/c2.xhtml']
+    assert book.skipped_note() == ('Some chapters of this book could not be read and were left out: OEBPS/c1.xhtml, '
+                                   'OEBPS/c2.xhtml (the book has more than 5 paragraphs, the most Book AI reads of '
+                                   'one book)')
 
 
 def test_a_chapter_that_is_not_xml_is_left_out_and_the_rest_read(tmp_path):
@@ -84,6 +89,8 @@ def test_a_chapter_that_is_not_xml_is_left_out_and_the_rest_read(tmp_path):
         '<p>The first chapter.</p>', b'\x00\x01 this is not XML at all \xff\xfe', b'', '<p>The third chapter.</p>']))
     assert [p.text for p in book.paragraphs] == ['The first chapter.', 'The third chapter.']
     assert book.skipped == ['OEBPS/c1.xhtml', 'OEBPS/c2.xhtml']
+    assert book.skipped_note() == ('Some chapters of this book could not be read and were left out: OEBPS/c1.xhtml, '
+                                   'OEBPS/c2.xhtml (not XML)')
 
 
 def test_5000_nested_divs_are_read_without_a_traceback(tmp_path):
