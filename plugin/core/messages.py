@@ -4,8 +4,16 @@
 A provider's text_chat() yields chunks: TextDelta and ReasoningDelta while the
 answer streams, then exactly one of Done or Failed. Errors travel in the
 stream as Failed, never as exceptions, so a window only ever has to read chunks.
+
+Usage is where the numbers a service (or a History file) tells of an answer come in, so it
+holds only what can be true: token counts are whole numbers from 0 below MOST_TOKENS, and a
+cost is kept only when its amount is money (money(): finite, from 0 to MOST_MONEY US dollars
+or so, of a three-letter currency); anything else is unknown (None), never shown, never added
+to a total.
 """
 
+import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -44,14 +52,56 @@ class Cost:
     price_date: str = ''
 
 
+MOST_MONEY = 1_000_000.0  # no answer, image or price costs more: a larger figure is a service's mistake
+MOST_TOKENS = 10 ** 12    # nor has any answer this many tokens
+CURRENCY = re.compile(r'[A-Z]{3}')
+
+
+def money(value: object, most: float = MOST_MONEY) -> float | None:
+    """value as an amount of money: a finite number (not a bool) from 0 to most, as a float;
+    None for anything else (NaN, infinity, a negative or absurd figure, text)."""
+    if type(value) not in (int, float):
+        return None
+    try:
+        amount = float(value)
+    except OverflowError:  # an int too large for a float
+        return None
+    return amount if math.isfinite(amount) and 0 <= amount <= most else None
+
+
+def token_count(value: object) -> int | None:
+    """value as a count of tokens: a whole number (not a bool) from 0 below MOST_TOKENS; else None."""
+    return value if type(value) is int and 0 <= value < MOST_TOKENS else None
+
+
+def known_cost(cost: object) -> 'Cost | None':
+    """cost when it is a Cost of money (money()) in a currency code, its amount a float; else None."""
+    if not isinstance(cost, Cost) or not isinstance(cost.currency, str) or not CURRENCY.fullmatch(cost.currency):
+        return None
+    amount = money(cost.amount)
+    if amount is None or not isinstance(cost.source, str) or not isinstance(cost.price_date, str):
+        return None
+    return cost if type(cost.amount) is float else Cost(amount, cost.currency, cost.source, cost.price_date)
+
+
 @dataclass(frozen=True)
 class Usage:
+    """Tokens and cost of an answer. Whatever it is given, it keeps only counts that are counts
+    (token_count()) and a cost that is money (known_cost()): the rest becomes None, unknown."""
     input_tokens: int | None = None
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
     # None when nobody knows what the answer cost: unknown, never free
     cost: Cost | None = None
+
+    def __post_init__(self) -> None:
+        for name in ('input_tokens', 'output_tokens', 'reasoning_tokens', 'cached_tokens'):
+            value = getattr(self, name)
+            if value is not None and token_count(value) is None:
+                object.__setattr__(self, name, None)
+        if self.cost is not None:
+            object.__setattr__(self, 'cost', known_cost(self.cost))
 
 
 @dataclass(frozen=True, slots=True)

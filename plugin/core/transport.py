@@ -62,6 +62,7 @@ from calibre_plugins.bookai.core.errors import (
     ConnectionLost, NotConfigured, ProviderError, RedirectRefused, TimedOut, TLSFailure, Unreachable,
     error_for_status, redact, without_userinfo,
 )
+from calibre_plugins.bookai.core.web_links import shown_address
 
 load_translations()
 
@@ -397,7 +398,7 @@ class Transport:
             if (a.scheme, a.hostname, a.port) != (b.scheme, b.hostname, b.port):
                 raise RedirectRefused(_('{provider} redirected the request to another address ({url}). '
                                         'It was not followed, so that your key goes nowhere else.').format(
-                    provider=provider, url=redact(f'{b.scheme}://{b.netloc}', request.secrets)))
+                    provider=provider, url=redact(shown_address(f'{b.scheme}://{b.netloc}'), request.secrets)))
             url = target
         raise RedirectRefused(_('{provider} redirected the request too many times.').format(provider=provider))
 
@@ -493,7 +494,7 @@ class Route:
         """The route to url; proxy_for(scheme, host) names the proxy, if any."""
         parts = urlsplit(url)
         scheme, host = parts.scheme, parts.hostname
-        shown_url = without_userinfo(f'{scheme}://{parts.netloc}{parts.path}')
+        shown_url = shown_address(f'{scheme}://{parts.netloc}{parts.path}')  # no user:password@, no look-alike
         if scheme not in ('http', 'https') or not host:
             return cls(scheme, host or '', 0, None, '', (), shown_url, unusable=True)
         port = parts.port or DEFAULT_PORTS[scheme]

@@ -13,8 +13,15 @@ A file whose book file changed (size or modification time) is read again, and so
 one written for other Book classes (CACHE_VERSION and the classes' fields); a damaged
 one is set aside (renamed *.damaged, never over one set aside before) and the book read
 again, never an error; nor is a cache that cannot be read or written (the book is read).
+
+A cache file is read as any file from outside is: only a regular file (files.read_regular: a
+FIFO in its place is not waited on), at most MAX_FILE_BYTES, unpacked to at most
+MAX_UNPACKED_BYTES, and unpickled into nothing but the Book classes (BookUnpickler: a file that
+names any other class or function is damaged, never run). Its folders are private (0700,
+files.private_folder), narrowed when an older version made them wider.
 """
 
+import io
 import json
 import os
 import pickle
@@ -25,7 +32,8 @@ from os import PathLike
 
 from calibre.constants import cache_dir
 
-from calibre_plugins.bookai.core.files import set_aside, write_private
+from calibre_plugins.bookai.core import limits
+from calibre_plugins.bookai.core.files import private_folder, read_regular, set_aside, write_private
 from calibre_plugins.bookai.grounding import extract
 from calibre_plugins.bookai.grounding.formats import read_book
 from calibre_plugins.bookai.grounding.index import Index, passages
@@ -34,6 +42,50 @@ CACHE_VERSION = 1  # raise when what a cache file holds changes meaning
 MAGIC = b'BOOKAI-TEXT '
 SUFFIX = '.bookai'
 COMPRESSION = 6  # zlib level: 0.39 of the text against 0.46 at level 1, loading as fast
+MAX_HEADER_BYTES = 4096
+MAX_FILE_BYTES = extract.MAX_BOOK_BYTES                 # no book's text compresses to more
+MAX_UNPACKED_BYTES = 2 * extract.MAX_BOOK_BYTES         # the pickled Book of the largest book read
+BOOK_CLASSES = frozenset(('Book', 'Chapter', 'Paragraph'))
+
+
+class BookUnpickler(pickle.Unpickler):
+    """Unpickles a cached Book: the Book, Chapter and Paragraph classes of grounding.extract and
+    the plain values pickle writes without naming them; any other class or function a file names
+    raises UnpicklingError (the file is then damaged: set aside), so no code a file brings runs."""
+
+    def find_class(self, module: str, name: str) -> type:
+        if module == extract.__name__ and name in BOOK_CLASSES:
+            return getattr(extract, name)
+        raise pickle.UnpicklingError(f'a cached book names {module}.{name}')
+
+
+def whole_book(book: object) -> bool:
+    """Whether book is a Book as put() writes it: its chapters and paragraphs lists of Chapter
+    and Paragraph whose fields have their types, its skipped a list of text and its reasons a
+    dict of text."""
+    if not (isinstance(book, extract.Book) and type(book.chapters) is list and type(book.paragraphs) is list
+            and type(book.skipped) is list and all(type(n) is str for n in book.skipped)):
+        return False
+    reasons = getattr(book, 'reasons', None)
+    if type(reasons) is not dict or not all(type(k) is str and type(v) is str for k, v in reasons.items()):
+        return False
+    if not all(type(c) is extract.Chapter and type(c.title) is str and type(c.start) is int for c in book.chapters):
+        return False
+    return all(type(p) is extract.Paragraph and type(p.text) is str and type(p.start) is int
+               and type(p.chapter) is int and type(p.path) is tuple for p in book.paragraphs)
+
+
+def unpacked(data: bytes, most: int | None = None) -> bytes:
+    """data decompressed (zlib), ValueError when it unpacks to more than most bytes (default:
+    MAX_UNPACKED_BYTES) or is not whole."""
+    most = MAX_UNPACKED_BYTES if most is None else most
+    d = zlib.decompressobj()
+    out = d.decompress(data, most + 1)
+    if len(out) > most or d.unconsumed_tail:
+        raise ValueError(f'unpacks to more than {most} bytes')
+    if not d.eof:
+        raise ValueError('cut short')
+    return out
 
 
 def default_folder() -> str:
@@ -78,15 +130,15 @@ class TextCache:
         entry = self.file_of(library_id, book_id, fmt)
         try:
             current = stamp(path)
-            with open(entry, 'rb') as f:
-                header = f.readline()
-                if not header.startswith(MAGIC):
-                    raise ValueError('not a Book AI text cache file')
-                if json.loads(header[len(MAGIC):]) != current:
-                    return None  # the book file changed, or the classes did: read it again
-                book = pickle.loads(zlib.decompress(f.read()))
-            if not isinstance(book, extract.Book):
-                raise ValueError(f'a {type(book).__name__}, not a Book')
+            data = read_regular(entry, MAX_FILE_BYTES)
+            end = data.find(b'\n', 0, MAX_HEADER_BYTES)
+            if not data.startswith(MAGIC) or end < 0:
+                raise ValueError('not a Book AI text cache file')
+            if limits.load_json(data[len(MAGIC):end]) != current:
+                return None  # the book file changed, or the classes did: read it again
+            book = BookUnpickler(io.BytesIO(unpacked(data[end + 1:]))).load()
+            if not whole_book(book):
+                raise ValueError(f'a {type(book).__name__}, not a Book as this version writes it')
         except FileNotFoundError:
             return None
         except Exception:  # anything a damaged file can raise while unpickling
@@ -103,7 +155,7 @@ class TextCache:
         data = zlib.compress(pickle.dumps(book, protocol=pickle.HIGHEST_PROTOCOL), COMPRESSION)
         entry = self.file_of(library_id, book_id, fmt)
         try:
-            os.makedirs(os.path.dirname(entry), exist_ok=True)
+            private_folder(os.path.dirname(entry), self.folder)  # 0700, from the cache's own folder down
             write_private(entry, header + data)  # atomic: a reader sees the old file or the new one
         except OSError:
             pass

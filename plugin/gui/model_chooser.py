@@ -12,7 +12,9 @@ are moderated, and its description. The filters and the sort are remembered
 
 Everything shown comes from the service and is treated as hostile: it is escaped and shown
 as plain text (the description's Markdown is not rendered, its links are not links), with
-control characters left out. The dialog opens no connection: the list is given to it, and
+control characters left out. The list is held to providers.models.kept_models() whoever gives
+it: one row per id, and a price shown only when it is one (finite, from 0 to
+models.MOST_UNIT_PRICE), else as unknown. The dialog opens no connection: the list is given to it, and
 Refresh only asks its owner (gui/provider_config.py) for a new one, which the owner fetches
 through the provider in a worker thread and hands over with set_models().
 """
@@ -30,7 +32,8 @@ from qt.core import (
 
 from calibre.utils.date import format_date
 
-from calibre_plugins.bookai.providers.models import Model
+from calibre_plugins.bookai.core.messages import money
+from calibre_plugins.bookai.providers.models import MOST_UNIT_PRICE, Model, kept_models
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 load_translations()
@@ -45,14 +48,20 @@ def plain(text: str) -> str:
 
 
 def per_million(price: float) -> str:
-    """A price per token as US dollars per million tokens: '$2', '$0.25', '$0.039'."""
+    """A price per token as US dollars per million tokens: '$2', '$0.25', '$0.039'; 'Unknown'
+    for one that is not a price (NaN, infinite, negative, above MOST_UNIT_PRICE)."""
+    if money(price, MOST_UNIT_PRICE) is None:
+        return _('Unknown')
     value = price * 1e6
     text = f'{value:.2f}' if value >= 0.1 else f'{value:.3g}'
     return '$' + (text[:-3] if text.endswith('.00') else text)
 
 
 def dollars(price: float) -> str:
-    """A price per unit (a request, an image, a web search) in US dollars."""
+    """A price per unit (a request, an image, a web search) in US dollars; 'Unknown' for one
+    that is not a price."""
+    if money(price, MOST_UNIT_PRICE) is None:
+        return _('Unknown')
     text = f'{price:.4f}'.rstrip('0').rstrip('.') if price >= 0.0001 else f'{price:.3g}'
     return '$' + text
 
@@ -191,9 +200,10 @@ class ModelChooser(QDialog):
     # the list {{{
 
     def set_models(self, models: list[Model], current: str | None = None) -> None:
-        """Show models, keeping the search, filters, sort and the model selected (or current)."""
+        """Show models (as kept_models() keeps them), keeping the search, filters, sort and the
+        model selected (or current)."""
         keep = self.chosen_id() if current is None else current
-        self.models = list(models)
+        self.models = kept_models(list(models))  # one row per id, numbers that are numbers
         self.update_list(select=keep)
 
     def shown(self) -> list[Model]:
@@ -245,7 +255,7 @@ class ModelChooser(QDialog):
             self.show_status(problem, False)
         else:
             self.set_models(models)
-            self.show_status(_('{count} models available.').format(count=len(models)), True)
+            self.show_status(_('{count} models available.').format(count=len(self.models)), True)
 
     def show_status(self, text: str, ok: bool | None = None) -> None:
         color = {True: 'green', False: 'red'}.get(ok)

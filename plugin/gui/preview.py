@@ -9,7 +9,6 @@ first question of a conversation (or every question) as the settings say.
 from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from qt.core import (
     QCheckBox, QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout, QWidget,
@@ -17,6 +16,7 @@ from qt.core import (
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.core.messages import Message, Role, estimated_tokens
+from calibre_plugins.bookai.core.web_links import shown_address, site
 from calibre_plugins.bookai.providers.pricing import prices_for
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
@@ -36,7 +36,7 @@ def destination(provider: 'AIProviderPlugin') -> str:
     """Where the messages go, in words."""
     if provider.is_local:
         return _('{provider}, on this computer').format(provider=provider.display_name)
-    host = urlsplit(provider.base_url).hostname or provider.base_url
+    host = site(provider.base_url) or shown_address(provider.base_url)  # a look-alike as punycode, no user:password@
     return _('{provider}, at {host}').format(provider=provider.display_name, host=host)
 
 

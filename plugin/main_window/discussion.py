@@ -17,7 +17,7 @@ from qt.core import QDialog, QHBoxLayout, QLabel, QMenu, QPushButton, Qt, QVBoxL
 from calibre_plugins.bookai.conversation.actions import QuickAction, library_actions
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.library import BookLibrary
-from calibre_plugins.bookai.conversation.notes import append_note, note_markdown
+from calibre_plugins.bookai.conversation.notes import NotSaved, append_note, note_markdown
 from calibre_plugins.bookai.grounding.formats import READ_DIRECTLY
 from calibre_plugins.bookai.grounding.scopes import Place
 from calibre_plugins.bookai.gui import settings_dialog
@@ -154,6 +154,10 @@ class DiscussionWindow(PanelDialog):
         name = d.field_box.currentText()
         try:
             ids = append_note(self.library.db, d.book_ids, d.field, note)
+        except NotSaved as e:  # some books did not get it: which, and what became of each, in words
+            if self.on_saved is not None and e.saved:
+                self.on_saved(e.saved)
+            return self.panel.show_notice(str(e))
         except Exception as e:
             return self.panel.show_notice(_('Nothing was saved: {error}').format(error=e))
         if self.on_saved is not None:

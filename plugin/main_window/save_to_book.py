@@ -3,7 +3,10 @@
 comments type, after what the field already holds. Nothing is ever replaced.
 
 The dialog shows what will be added and where, and asks; conversation.notes adds it
-(append_note), with no display.
+(append_note), with no display: each book from what its field holds at that moment, read
+back once written, the old text put back on any failure, and a field another program
+changed meanwhile left alone; the discussion window says in words which books got the
+note and what became of the others (notes.NotSaved).
 """
 
 from qt.core import (

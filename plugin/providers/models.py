@@ -7,12 +7,21 @@ sends is bounded (first_items, kept_models) and cached for a day in calibre's ca
 folder, one file per provider and address (cache_path): when it was fetched, the address
 (with no credentials) and the models. A cache file that is damaged or too large is set
 aside, never overwritten; one written by an older version, without the fields added since,
-still loads (model_from_dict). With no model set, the newest model of the chosen tier is used
-(model_for_tier), unless the provider chooses its own way (OpenRouter: openai_chat.py).
+still loads (model_from_dict), and is held to kept_models() as a fresh list is.
+
+kept_models() is the one way a list becomes what Book AI keeps and shows: one model per id
+(the first listed), every price a price (finite, from 0 to MOST_UNIT_PRICE US dollars a unit,
+MOST_MONEY a million tokens; a price that is not one is kept as UNKNOWN_PRICE, which
+Model.price() gives as None, and shown as unknown), dates and context lengths that are
+numbers.
+
+With no model set, the newest model of the chosen tier is used (model_for_tier), unless the
+provider chooses its own way (OpenRouter: openai_chat.py).
 """
 
 import hashlib
 import json
+import math
 import os
 import re
 import time
@@ -23,9 +32,16 @@ from calibre.constants import cache_dir
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.errors import Secrets, without_userinfo
-from calibre_plugins.bookai.core.files import set_aside, write_private
+from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular, set_aside, write_private
+from calibre_plugins.bookai.core.messages import money
 
 MODELS_CACHE_SECONDS = 24 * 60 * 60
+MOST_UNIT_PRICE = 10_000.0  # US dollars for one token, request, image or search: more is a service's mistake
+UNKNOWN_PRICE = -1.0        # a price listed that is not one (NaN, infinite, negative, absurd), as OpenRouter
+#                             lists the price of openrouter/auto: shown as unknown, never as a figure
+MOST_CREATED = 2 ** 40      # seconds since 1970 (year 36812): a later date is not a date
+MOST_CONTEXT = 2 ** 53
+MOST_TRAITS = 16            # traits kept for one model, of at most 64 characters each
 
 
 @dataclass(frozen=True)
@@ -54,8 +70,9 @@ class Model:
 
     def price(self, kind: str) -> float | None:
         """The price of kind ('prompt', 'completion', 'request', 'image', 'web_search'...) in
-        US dollars per unit as the service lists it; None when it lists none."""
-        return next((value for k, value in self.pricing if k == kind), None)
+        US dollars per unit as the service lists it; None when it lists none, or one that is not
+        a price (UNKNOWN_PRICE, or anything not from 0 to MOST_UNIT_PRICE)."""
+        return next((money(value, MOST_UNIT_PRICE) for k, value in self.pricing if k == kind), None)
 
 
 TUPLE_FIELDS = ('prices', 'traits', 'input_modalities', 'output_modalities')
@@ -98,31 +115,71 @@ def first_items(data: object, count: int) -> object:
 
 
 def kept_models(models: list[Model]) -> list[Model]:
-    """The models worth keeping from a list a service sent: at most limits.MAX_MODELS, none
-    with an id longer than limits.MAX_MODEL_ID_CHARS, names shortened to that, descriptions to
-    limits.MAX_MODEL_DESCRIPTION_CHARS, at most limits.MAX_MODEL_PRICES prices and
-    limits.MAX_MODEL_MODALITIES modalities each way."""
+    """The models worth keeping from a list a service sent: one per id (the first listed), at
+    most limits.MAX_MODELS, none with an empty id or one longer than limits.MAX_MODEL_ID_CHARS,
+    names shortened to that, descriptions to limits.MAX_MODEL_DESCRIPTION_CHARS, at most
+    limits.MAX_MODEL_PRICES prices and limits.MAX_MODEL_MODALITIES modalities each way, and
+    every number one that can be true (bounded())."""
     most = limits.MAX_MODEL_ID_CHARS
-    kept = [bounded(m) for m in models
-            if isinstance(m.id, str) and isinstance(m.name, str) and isinstance(m.description, str)
-            and len(m.id) <= most]
-    return kept[:limits.MAX_MODELS]
+    kept: dict[str, Model] = {}
+    for m in models:
+        if len(kept) >= limits.MAX_MODELS:
+            break
+        if (isinstance(m, Model) and isinstance(m.id, str) and isinstance(m.name, str)
+                and isinstance(m.description, str) and 0 < len(m.id) <= most and m.id not in kept):
+            kept[m.id] = bounded(m)
+    return list(kept.values())
+
+
+def unit_price(value: object) -> float:
+    """A listed price per unit as kept: itself when it is a price (0 to MOST_UNIT_PRICE), else UNKNOWN_PRICE."""
+    price = money(value, MOST_UNIT_PRICE)
+    return UNKNOWN_PRICE if price is None else price
+
+
+def strings_of(values: object, few: int) -> tuple[str, ...]:
+    """The strings of values (a tuple or list) of at most 64 characters, at most few of them."""
+    return tuple(v for v in values if isinstance(v, str) and len(v) <= 64)[:few] \
+        if isinstance(values, (tuple, list)) else ()
 
 
 def bounded(m: Model) -> Model:
-    """m, with its name, description, prices and modalities cut to the limits kept_models() says."""
+    """m, with its name, description, prices and modalities cut to the limits kept_models() says,
+    and every number and flag one that can be true: prices that are prices (unit_price(); the
+    (input, output) prices per million tokens both money() up to MOST_MONEY, else none), a date
+    from 1970 to MOST_CREATED, a context length from 0 below MOST_CONTEXT (else 0)."""
     most, few = limits.MAX_MODEL_ID_CHARS, limits.MAX_MODEL_MODALITIES
-    changes = {}
+    changes: dict[str, object] = {}
     if len(m.name) > most:
         changes['name'] = m.name[:most]
     if len(m.description) > limits.MAX_MODEL_DESCRIPTION_CHARS:
         changes['description'] = m.description[:limits.MAX_MODEL_DESCRIPTION_CHARS]
-    if len(m.pricing) > limits.MAX_MODEL_PRICES or any(len(k) > 64 for k, v in m.pricing):
-        changes['pricing'] = tuple((k, v) for k, v in m.pricing if len(k) <= 64)[:limits.MAX_MODEL_PRICES]
-    for field in ('input_modalities', 'output_modalities'):
+    pricing = m.pricing if isinstance(m.pricing, (tuple, list)) else ()
+    pricing = tuple((k, unit_price(v)) for k, v in (p for p in pricing if isinstance(p, (tuple, list)) and len(p) == 2)
+                    if isinstance(k, str) and len(k) <= 64)[:limits.MAX_MODEL_PRICES]
+    if pricing != m.pricing:
+        changes['pricing'] = pricing
+    prices = tuple(money(v) for v in m.prices) if isinstance(m.prices, (tuple, list)) else ()
+    prices = prices if len(prices) == 2 and None not in prices else ()
+    if prices != m.prices:
+        changes['prices'] = prices
+    for field in ('input_modalities', 'output_modalities', 'traits'):
         values = getattr(m, field)
-        if len(values) > few or any(len(v) > 64 for v in values):
-            changes[field] = tuple(v for v in values if len(v) <= 64)[:few]
+        kept = strings_of(values, few if field != 'traits' else MOST_TRAITS)
+        if kept != values:
+            changes[field] = kept
+    created = m.created if type(m.created) in (int, float) and math.isfinite(m.created) else 0.0
+    if not 0 <= created <= MOST_CREATED:
+        created = 0.0
+    if created != m.created or type(m.created) is not type(created):
+        changes['created'] = created
+    if not (type(m.context_length) is int and 0 <= m.context_length < MOST_CONTEXT):
+        changes['context_length'] = 0
+    for flag in ('free', 'reasoning', 'reasoning_effort'):
+        if type(getattr(m, flag)) is not bool:
+            changes[flag] = getattr(m, flag) is True
+    if type(m.moderated) not in (bool, type(None)):
+        changes['moderated'] = None
     return replace(m, **changes) if changes else m
 
 
@@ -141,22 +198,27 @@ def cache_path(provider: str, base_url: str) -> str:
 
 
 def read_models_cache(path: str) -> list[Model] | None:
-    """The cached model list at path, if it is there and less than a day old. A file larger
-    than limits.MAX_MODELS_CACHE_BYTES, or one that is not a model list, is set aside."""
+    """The cached model list at path, if it is there and less than a day old, held to
+    kept_models(). A file larger than
+    limits.MAX_MODELS_CACHE_BYTES, one that is not a model list, or anything but a regular file
+    in its place (a FIFO is not waited on: files.read_regular) is set aside."""
     try:
-        with open(path, 'rb') as f:
-            raw = f.read(limits.MAX_MODELS_CACHE_BYTES + 1)
-    except OSError:
-        return None
-    try:
-        if len(raw) > limits.MAX_MODELS_CACHE_BYTES:
-            raise ValueError('too large')
+        try:
+            raw = read_regular(path, limits.MAX_MODELS_CACHE_BYTES)
+        except FileNotFoundError:
+            return None
+        except (NotRegular, TooBig) as e:
+            raise ValueError(str(e)) from None
+        except OSError:
+            return None
         cached = limits.load_json(raw)
         fetched = cached['fetched']
         models = [model_from_dict(m) for m in cached['models']]
-        if not isinstance(fetched, (int, float)) or not all(isinstance(m.id, str) for m in models):
+        if type(fetched) not in (int, float) or not all(isinstance(m.id, str) for m in models):
             raise ValueError('not a model list')
-    except (ValueError, KeyError, TypeError):
+        fetched = float(fetched)  # OverflowError for a number past floats
+        models = kept_models(models)  # held to what a fresh list is: an edited file, an older version's
+    except (ValueError, KeyError, TypeError, OverflowError):
         try:
             set_aside(path)  # never over a copy set aside before
         except OSError:
@@ -168,8 +230,11 @@ def read_models_cache(path: str) -> list[Model] | None:
 def write_models_cache(path: str, models: list[Model], base_url: str) -> None:
     """Cache the model list fetched now from base_url, unless it is larger than
     limits.MAX_MODELS_CACHE_BYTES (it is then asked for again next time)."""
-    text = json.dumps({'fetched': time.time(), 'base_url': without_userinfo(base_url),
-                       'models': [asdict(m) for m in models]})
+    try:
+        text = json.dumps({'fetched': time.time(), 'base_url': without_userinfo(base_url),
+                           'models': [asdict(m) for m in kept_models(models)]}, allow_nan=False)
+    except ValueError:  # a number JSON cannot hold: not kept (kept_models() leaves none)
+        return
     if len(text.encode('utf-8')) > limits.MAX_MODELS_CACHE_BYTES:
         return
     try:

@@ -15,6 +15,7 @@ through its images API (/images/generations and, with a JSON body, /images/edits
 docs.x.ai); OpenRouter through chat completions with `modalities` (the image comes back as
 a data: URL in the message's `images`: openrouter.ai/docs, image generation)."""
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -25,11 +26,11 @@ from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import NotConfigured, ProviderError, ResultBlocked, error_for_status
 from calibre_plugins.bookai.core.images import (Image, ImageAddress, ImageResult, image_from_base64, images_api_result,
                                                no_image, said)
-from calibre_plugins.bookai.core.messages import Cost, Message, ReasoningDelta, Role, TextDelta, Usage
+from calibre_plugins.bookai.core.messages import Cost, Message, ReasoningDelta, Role, TextDelta, Usage, money
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, redacted_errors
-from calibre_plugins.bookai.providers.models import Model
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability, redacted_answer
+from calibre_plugins.bookai.providers.models import Model, kept_models
 from calibre_plugins.bookai.providers.options import Option, parse_headers
 from calibre_plugins.bookai.providers.pricing import count
 from calibre_plugins.bookai.providers.streaming import StreamState, json_of
@@ -120,16 +121,18 @@ class OpenAIChat(AIProviderPlugin):
 
     @staticmethod
     def usage_of(usage: dict) -> Usage:
-        details = usage.get('completion_tokens_details') or {}
-        cached = (usage.get('prompt_tokens_details') or {}).get('cached_tokens')
+        details = usage.get('completion_tokens_details')
+        details = details if isinstance(details, dict) else {}
+        prompt = usage.get('prompt_tokens_details')
+        cached = prompt.get('cached_tokens') if isinstance(prompt, dict) else None
         return Usage(usage.get('prompt_tokens'), usage.get('completion_tokens'), details.get('reasoning_tokens'),
-                     cached)
+                     cached)  # Usage keeps only what are counts
 
     def models_request(self) -> Request:
         return self.request('/models')
 
     def parse_models(self, data: dict) -> list[Model]:
-        return [Model(m['id'], m.get('name', ''), float(m.get('created') or 0), int(m.get('context_length') or 0))
+        return [Model(m['id'], m.get('name', ''), number(m.get('created')), number(m.get('context_length'), int))
                 for m in data.get('data', ()) if isinstance(m, dict) and m.get('id')]
 
 
@@ -220,6 +223,7 @@ class LMStudio(OpenAIChat):
 
 # calibre 9.17's families for OpenRouter's automatic choice (calibre/ai/open_router/backend.py,
 # free_model_choice), in its order; the paid fallbacks leave gpt-oss out, as calibre does
+AUTO_MODEL = 'openrouter/auto'  # OpenRouter's own choice of a model for each question
 OPENROUTER_FAMILIES = ('gemini', 'gpt-5', 'grok', 'gpt-oss', 'claude', 'deepseek')
 OPENROUTER_PAID_FAMILIES = ('gemini', 'gpt-5', 'grok', 'claude', 'deepseek')
 
@@ -251,8 +255,10 @@ FREE_KINDS = ('prompt', 'completion', 'request', 'image', 'image_token', 'image_
 
 
 def openrouter_free(pricing: tuple[tuple[str, float], ...]) -> bool:
-    """Costs nothing: OpenRouter lists prices (openrouter_pricing) and those calibre reads are zero."""
-    return bool(pricing) and max(v for k, v in pricing if k in FREE_KINDS) == 0
+    """Costs nothing: OpenRouter lists prices (openrouter_pricing) and those calibre reads are
+    all zero (a price that is not one, such as -1, is not free)."""
+    listed = [v for k, v in pricing if k in FREE_KINDS]
+    return bool(listed) and all(v == 0 for v in listed)
 
 
 def number(value: object, kind: type = float) -> float | int:
@@ -270,17 +276,23 @@ def openrouter_choice(models: list[Model], allow_paid: bool) -> list[Model]:
     newest paid one of each of OPENROUTER_PAID_FAMILIES, cheapest output first. Models that
     give no text, or whose prices cannot be read, are left out (calibre also lists image
     makers, and fails on prices it cannot read). NotConfigured when nothing
-    free is listed and paid models are not allowed."""
+    free is listed and paid models are not allowed. Total over any list: an empty one, one with
+    no model of a known family (then []: OpenRouter chooses, see choose_model()), one that
+    names a model twice (once is counted), dates or prices that are not numbers."""
     free, paid = {}, {}
     for m in models:
         family = openrouter_family(m)
-        if not family or not m.pricing or (m.output_modalities and 'text' not in m.output_modalities):
+        if not family or m.price('prompt') is None or m.price('completion') is None or (
+                m.output_modalities and 'text' not in m.output_modalities):
             continue  # (calibre cannot read a catalogue with an entry it cannot price at all)
         (free if openrouter_free(m.pricing) else paid).setdefault(family, []).append(m)
 
+    def created(m: Model) -> float:
+        return m.created if type(m.created) in (int, float) and math.isfinite(m.created) else 0.0
+
     def newest(groups: dict, families: tuple) -> list[Model]:
         # the first listed of the newest, as a stable sort gives calibre
-        return [sorted(groups[f], key=lambda m: m.created, reverse=True)[0] for f in families if groups.get(f)]
+        return [sorted(groups[f], key=created, reverse=True)[0] for f in families if groups.get(f)]
 
     chosen = newest(free, OPENROUTER_FAMILIES)
     if chosen:
@@ -288,7 +300,7 @@ def openrouter_choice(models: list[Model], allow_paid: bool) -> list[Model]:
     if not allow_paid:
         raise NotConfigured(_('No free models were found for text to text generation. Choose "Free or paid '
                               'models", or a model, in the settings of OpenRouter.'))
-    return sorted(newest(paid, OPENROUTER_PAID_FAMILIES), key=lambda m: m.price('completion') or 0)
+    return sorted(newest(paid, OPENROUTER_PAID_FAMILIES), key=lambda m: m.price('completion'))
 
 
 def openrouter_pricing(data: object) -> tuple[tuple[str, float], ...]:
@@ -348,15 +360,18 @@ class OpenRouter(OpenAIChat):
     def choose_model(self, tier: str | None = None, cancel: CancelToken | None = None) -> str:
         """The configured model; else openrouter/auto, or the first of openrouter_choice(), as
         the strategy says (the tier plays no part). The fallbacks chosen with it are kept for
-        chat_payload()."""
+        chat_payload(). When paid models are allowed and the list has none of a known family
+        (or none at all), OpenRouter chooses: openrouter/auto."""
         configured = (self.option('model') or '').strip()
         if configured:
             return configured
         strategy = self.option('model_strategy')
         if strategy == 'auto':
-            return 'openrouter/auto'
+            return AUTO_MODEL
         chosen = openrouter_choice(self.models(cancel=cancel), allow_paid=strategy != 'free')
-        self.fallbacks[chosen[0].id] = tuple(m.id for m in chosen[1:])
+        if not chosen:
+            return AUTO_MODEL
+        self.fallbacks[chosen[0].id] = tuple(dict.fromkeys(m.id for m in chosen[1:] if m.id != chosen[0].id))
         return chosen[0].id
 
     def extra_headers(self) -> dict[str, str]:
@@ -392,11 +407,12 @@ class OpenRouter(OpenAIChat):
             data = self.json_answer(self.request('/models?output_modalities=image'), '', cancel or CancelToken(),
                                     _('{provider} sent a model list that could not be read.'))
             items = data.get('data') if isinstance(data, dict) else None
-            listed = self.parse_models({'data': items[:limits.MAX_MODELS] if isinstance(items, list) else []})
+            listed = kept_models(self.parse_models({'data': items[:limits.MAX_MODELS] if isinstance(items, list)
+                                                    else []}))
             self._image_models = {m.id: m for m in listed}
         return self._image_models
 
-    @redacted_errors
+    @redacted_answer
     def generate_image(self, prompt: str, aspect: str = '2:3', source: Image | None = None, model: str = '',
                        cancel: CancelToken | None = None) -> ImageResult:
         """As every provider's (base.py); the catalogue of image models is asked for first (with
@@ -426,7 +442,7 @@ class OpenRouter(OpenAIChat):
         usage = Usage()
         if isinstance(data.get('usage'), dict):  # the counts checked: the image matters more than its usage
             u = data['usage']
-            cost = u.get('cost') if type(u.get('cost')) in (int, float) and 0 <= u['cost'] < 1e6 else None
+            cost = money(u.get('cost'))
             usage = Usage(count(u.get('prompt_tokens')), count(u.get('completion_tokens')),
                           cost=None if cost is None else Cost(float(cost), 'USD', 'reported'))
         model = data.get('model') if isinstance(data.get('model'), str) and data.get('model') else model
@@ -453,8 +469,12 @@ class OpenRouter(OpenAIChat):
     @staticmethod
     def usage_of(usage: dict) -> Usage:
         u = OpenAIChat.usage_of(usage)
-        if usage.get('cost') is not None:  # OpenRouter credits are US dollars
-            u = replace(u, cost=Cost(float(usage['cost']), 'USD', 'reported'))
+        cost = usage.get('cost')
+        if cost is not None and type(cost) not in (int, float):
+            raise ValueError('the cost is not a number')  # a stream of the wrong shape
+        amount = money(cost)  # NaN, infinite, negative or absurd: unknown, never added up
+        if amount is not None:  # OpenRouter credits are US dollars
+            u = replace(u, cost=Cost(amount, 'USD', 'reported'))
         return u
 
     def parse_models(self, data: dict) -> list[Model]:

@@ -5,11 +5,15 @@ Used only when the service does not report the cost itself (OpenRouter does).
 A model missing from the table has an unknown cost, shown as unknown, never as
 free. Prices are USD per million tokens (input, output), as the providers
 published them on PRICE_DATE; the settings show that date.
+
+Every estimate is made from token counts that are counts and ends as money or as
+unknown (core.messages.known_cost): never NaN, infinite, negative or absurd.
 """
 
+import math
 import re
 
-from calibre_plugins.bookai.core.messages import Cost, Usage
+from calibre_plugins.bookai.core.messages import Cost, Usage, known_cost, token_count
 
 PRICE_DATE = '2026-06-01'
 
@@ -51,10 +55,11 @@ def prices_for(provider: str, model: str | None) -> tuple[float, float] | None:
 def estimate(provider: str, model: str | None, usage: Usage) -> Cost | None:
     """The estimated Cost for usage, or None when the price or the token counts are unknown."""
     prices = prices_for(provider, model)
-    if prices is None or usage.input_tokens is None or usage.output_tokens is None:
+    tokens_in, tokens_out = token_count(usage.input_tokens), token_count(usage.output_tokens)
+    if prices is None or tokens_in is None or tokens_out is None:
         return None
-    amount = (usage.input_tokens * prices[0] + usage.output_tokens * prices[1]) / 1_000_000
-    return Cost(amount, 'USD', 'estimated', PRICE_DATE)
+    amount = (tokens_in * prices[0] + tokens_out * prices[1]) / 1_000_000
+    return known_cost(Cost(amount, 'USD', 'estimated', PRICE_DATE))
 
 
 # Images, as published on PRICE_DATE. Per image, by model and by the image's shape where the
@@ -99,14 +104,16 @@ def image_shape(aspect: str) -> str:
     """'square', 'tall' or 'wide', for an aspect given as width:height."""
     try:
         w, h = (float(x) for x in aspect.split(':'))
-    except ValueError:
+    except (ValueError, AttributeError):
+        return 'square'
+    if not (math.isfinite(w) and math.isfinite(h) and w > 0 and h > 0):
         return 'square'
     return 'square' if w == h else 'tall' if w < h else 'wide'
 
 
 def count(n: object) -> int | None:
     """n as a count of tokens: a whole number from 0 (a service's JSON may hold anything); else None."""
-    return n if type(n) is int and 0 <= n < 10 ** 12 else None
+    return token_count(n)
 
 
 def image_token_cost(provider: str, model: str | None, text_tokens: int | None, image_tokens: int | None,
@@ -118,7 +125,7 @@ def image_token_cost(provider: str, model: str | None, text_tokens: int | None, 
     if prices is None or output_tokens is None or (text_tokens is None and image_tokens is None):
         return None
     amount = ((text_tokens or 0) * prices[0] + (image_tokens or 0) * prices[1] + output_tokens * prices[2]) / 1_000_000
-    return Cost(amount, 'USD', 'estimated', PRICE_DATE)
+    return known_cost(Cost(amount, 'USD', 'estimated', PRICE_DATE))
 
 
 def estimate_image(provider: str, model: str | None, usage: Usage, aspect: str) -> Cost | None:
@@ -130,4 +137,4 @@ def estimate_image(provider: str, model: str | None, usage: Usage, aspect: str) 
     if not isinstance(prices, dict):
         return None
     price = prices.get(image_shape(aspect), prices.get('*'))
-    return None if price is None else Cost(float(price), 'USD', 'estimated', PRICE_DATE)
+    return None if price is None else known_cost(Cost(float(price), 'USD', 'estimated', PRICE_DATE))

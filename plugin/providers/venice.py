@@ -47,7 +47,7 @@ from calibre_plugins.bookai.core.images import Image, ImageResult, image_from_ba
 from calibre_plugins.bookai.core.messages import Chunk, Cost, Message, ReasoningDelta, TextDelta, Usage, WebLink
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import Capability, redacted_errors
+from calibre_plugins.bookai.providers.base import Capability, redacted_answer
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.openai_chat import EFFORTS, OpenAIChat
 from calibre_plugins.bookai.providers.options import Option
@@ -67,6 +67,12 @@ def dict_of(value: object) -> dict:
 def list_of(value: object) -> list:
     """value if it is a JSON list, else an empty one."""
     return value if isinstance(value, list) else []
+
+
+def seconds(created: object) -> float:
+    """A date the list gives (seconds since 1970) as a float; 0 for one that is not a date (a
+    negative, NaN, infinite or astronomically large number, text)."""
+    return float(created) if type(created) in (int, float) and 0 < created <= 2 ** 40 else 0.0
 
 
 def usd(pricing: dict, key: str) -> float:
@@ -97,7 +103,7 @@ def model_of(entry: dict) -> Model | None:
     prices = (usd(pricing, 'input'), usd(pricing, 'output'))
     known = any(prices)  # Venice lists 0 for a price it does not know (a model in preview)
     return Model(model_id, name if isinstance(name, str) else '',
-                 float(created) if type(created) in (int, float) and created > 0 else 0.0,
+                 seconds(created),
                  context if type(context) is int and context > 0 else 0,
                  reasoning=caps.get('supportsReasoning') is True, prices=prices if known else (),
                  traits=traits, reasoning_effort=caps.get('supportsReasoningEffort') is True,
@@ -173,7 +179,7 @@ def image_model_of(entry: dict) -> ImageModel | None:
     traits = tuple(t for t in list_of(spec.get('traits')) if isinstance(t, str) and len(t) <= LONGEST_TRAIT)
     ratios = tuple(r for r in list_of(constraints.get('aspectRatios')) if isinstance(r, str) and len(r) <= 16)
     created = entry.get('created')
-    return ImageModel(model_id, float(created) if type(created) in (int, float) and created > 0 else 0.0,
+    return ImageModel(model_id, seconds(created),
                       traits[:MOST_TRAITS], ratios[:64], price)
 
 
@@ -325,7 +331,7 @@ class Venice(OpenAIChat):
         chosen = next((m for m in models if 'default' in m.traits), None) or max(models, key=lambda m: m.created)
         return chosen.id
 
-    @redacted_errors
+    @redacted_answer
     def generate_image(self, prompt: str, aspect: str = '2:3', source: Image | None = None, model: str = '',
                        cancel: CancelToken | None = None) -> ImageResult:
         """As every provider's (base.py); the list of image models is asked for first (with the
