@@ -257,7 +257,11 @@ def still_open(sock: socket.socket | None) -> bool:
     if sock is None:
         return False
     try:
-        readable, _w, _x = select.select([sock], [], [], 0)
+        if hasattr(select, 'poll'):  # not select(): it cannot watch a descriptor numbered past 1023,
+            poller = select.poll()   # as a calibre with many files open gives out
+            poller.register(sock, select.POLLIN | select.POLLPRI)
+            return not poller.poll(0)
+        readable, _w, _x = select.select([sock], [], [], 0)  # Windows: no poll, and no such limit
     except (OSError, ValueError):
         return False
     return not readable
@@ -654,7 +658,9 @@ class Response:
             return
         will_close = self.resp.will_close
         self.resp.close()  # the response, not the socket: http.client sends nothing new before this
-        if self.keep is not None and not will_close and conn.sock is not None:
+        # Stopped before it was detached, the socket was shut down (Stop does it under the token's lock),
+        # even though the rest of the answer could still be read from what was buffered: never kept then
+        if self.keep is not None and not will_close and conn.sock is not None and not self.cancel.cancelled:
             self.keep(conn)
         else:
             conn.close()

@@ -159,6 +159,53 @@ def test_the_connection_is_kept_for_the_next_question_but_not_after_stop():
     assert ports[3] != ports[2]  # Stop closed it: the next question opened a new one
 
 
+def test_an_idle_connection_numbered_past_1023_is_still_seen_open():
+    """select() cannot watch a descriptor past 1023 (FD_SETSIZE): a calibre with many files open,
+    or a long test run, gave every kept connection such a number, and each was taken for closed (and
+    its server for one that closes every connection). poll() has no such limit."""
+    import os
+    import socket
+
+    from calibre_plugins.bookai.core.transport import still_open
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1600:  # a descriptor numbered 1500 must be allowed (the hosts allow far more)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(1600, hard), hard))
+    a, b = socket.socketpair()
+    high = os.dup2(a.fileno(), 1500)
+    sock = socket.socket(fileno=high)
+    try:
+        assert sock.fileno() > 1023
+        assert still_open(sock)       # idle, nothing to read: open
+        b.sendall(b'x')
+        assert not still_open(sock)  # something came: not to be used
+        b.close()
+        assert not still_open(sock)
+    finally:
+        sock.close()
+        a.close()
+
+
+def test_a_stopped_answer_already_buffered_does_not_keep_its_shut_down_connection():
+    """Stop while the rest of the answer is already in the buffer: the socket is shut down, so the
+    connection is not kept (its next use would fail and mark the server as one that closes every
+    connection)."""
+    replies = [Reply(200, chunks=chat_stream('one two')),
+               Reply(200, chunks=chat_stream('three four five six seven eight')),
+               Reply(200, chunks=chat_stream('nine ten'))]
+    with ScriptedServer(replies) as s:
+        p = get_provider('openai_compatible', settings={'base_url': s.url + '/v1', 'model': 'm'},
+                         transport=kept_transport())
+        assert ask(p).text == 'one two'
+        cancel = CancelToken()
+        for chunk in p.text_chat(QUESTION, cancel=cancel):
+            cancel.cancel()
+        assert ask(p).text == 'nine ten'
+        assert p.transport.keeps_connections_to(s.url)
+    ports = [r['client'][1] for r in s.received]
+    assert ports[0] == ports[1] and ports[2] != ports[1]
+
+
 def test_a_kept_connection_the_server_closed_is_not_used_and_nothing_is_sent_twice():
     replies = [Reply(200, chunks=chat_stream('first answer')), Reply(200, chunks=chat_stream('second answer'))]
     with ScriptedServer(replies) as s:
