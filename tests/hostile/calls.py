@@ -1,0 +1,386 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""Outside bytes handed to a function: web pages an answer names, a book's comments and its
+full-text index, templates and prompts, what calibre's viewer and conversion worker say; books
+in every format Book AI reads; and a cover put on a book of a real library.
+"""
+
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from helpers import images
+from hostile import payloads as P
+from hostile.isolation import Observed
+from hostile.stores import SENTINEL, FileSurface
+from hostile.surfaces import MB, Context, Payload, Surface, bound_value, plugin
+
+GOOD = 'The good chapter.'
+READ_DIRECTLY = ('EPUB', 'KEPUB')
+# calibre's conversion of a book, in its worker, lowered from half an hour (a long PDF's time) for a
+# hostile book of a few MB: that it is ended, with a sentence, is what the battery sees
+CONVERSION_SECONDS = 15
+
+
+def code_ran(where: Path) -> list[str]:
+    return [f'code from outside ran: {p} was written' for p in (where / SENTINEL, where.parent / SENTINEL)
+            if p.exists()]
+
+
+class CallSurface(Surface):
+    """A function given the bytes (or the text, the values) directly, as its callers give them."""
+
+    def __init__(self, attacks: tuple[str, ...]):
+        self.attacks = attacks
+
+    def use(self, handle: Any, ctx: Context, where: Path) -> Observed:
+        return self.call(handle, where, ctx)
+
+    def call(self, data: Any, where: Path, ctx: Context) -> Observed:
+        raise NotImplementedError
+
+    def left(self, payload: Payload, handle: Any, where: Path, observed: Observed) -> list[str]:
+        return code_ran(where)
+
+
+# web pages an answer names {{{
+
+class WebLinks(CallSurface):
+    """The web pages an answer names (a Done's web_links, a History file's), as a turn keeps them
+    (core.web_links.kept_links) and the command line and the chat show them."""
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        if attack == 'urls':
+            out = [Payload(f'look-alike host {h}', [('A page', u)])
+                   for h, u in zip(P.LOOKALIKE_HOSTS, P.LOOKALIKE_URLS)]
+            out.append(Payload('the address as its title', [(u, u) for u in P.LOOKALIKE_URLS]))
+            out.append(Payload('user:password in the address', [('A page', P.USERINFO_URL)]))
+            out.append(Payload('user:password as its title', [(P.USERINFO_URL, P.USERINFO_URL)]))
+            return out
+        if attack == 'control_chars':
+            return [Payload('escapes in titles and addresses', [
+                (P.with_escapes('A page'), 'https://example.org/' + P.ESCAPES),
+                (P.with_escapes('B'), 'https://b.example/')])]
+        if attack == 'oversized':
+            return [Payload('200,000 pages', [(f'Page {i}', f'https://example.org/{i}') for i in range(200_000)],
+                            100 * MB),
+                    Payload('a title of 64 MB', [('x' * 64 * MB, 'https://example.org/')], 64 * MB),
+                    Payload('an address of 64 MB', [('A page', 'https://example.org/' + 'x' * 64 * MB)], 64 * MB)]
+        if attack == 'wrong_types':
+            return [Payload(f'{k} as {name}', [(v, 'https://example.org/') if k == 'title' else ('A page', v)])
+                    for k in ('title', 'url') for name, v in P.JSON_TYPES.items() if not isinstance(v, str)]
+        raise ValueError(attack)
+
+    def call(self, data: Any, where: Path, ctx: Context) -> Observed:
+        from calibre_plugins.bookai import cli
+        from calibre_plugins.bookai.core.messages import WebLink
+        from calibre_plugins.bookai.core.web_links import kept_links, site
+        links, left_out = kept_links([WebLink(t, u) for t, u in data])
+        out = io.StringIO()
+        for w in links:
+            cli.say(out, f'- {w.title} <{w.url}>')
+        cut = sum(1 for w in links if w.title.endswith('…'))  # a title cut shows it was: the reader sees it
+        return Observed(shown=[out.getvalue()] + [t for w in links for t in (w.title, w.url, site(w.url))],
+                        facts={'kept': len(links), 'left out': left_out + cut})
+
+# }}}
+
+
+# a book's comments, and its text in calibre's full-text index {{{
+
+def hostile_html(variant: str) -> str:
+    """The hostile chapter of a variant, as HTML (a book's comments, a page of text)."""
+    chapters = P.hostile_chapters()
+    if variant == 'zip bomb':
+        return '<p>' + ' ' * (64 * MB) + '</p>'
+    body = chapters[variant][1]
+    return body.decode('utf-8') if isinstance(body, bytes) else f'<div>{body}</div>'
+
+
+class BookComments(CallSurface):
+    """A book's comments (HTML, often downloaded with its metadata): sent with a question as
+    Markdown (conversation.books.comments_as_markdown) and with a cover's prompt as plain text
+    (covers.prompt.description_text)."""
+
+    variants_of = {'hostile_book': ('millions of elements', 'deep nesting', 'huge chapter', 'many attributes',
+                                    'entity expansion')}
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        if attack == 'hostile_book':
+            html = hostile_html(variant)
+            return [Payload(variant, html, len(html))]
+        if attack == 'control_chars':
+            return [Payload('escapes in the comments', f'<p>{P.with_escapes("A comment")}</p>')]
+        raise ValueError(attack)
+
+    def call(self, html: str, where: Path, ctx: Context) -> Observed:
+        from calibre.ebooks.metadata.book.base import Metadata
+        books = plugin('conversation.books')
+        prompt = plugin('covers.prompt')
+        markdown = books.comments_as_markdown(html)
+        mi = Metadata('A book', ['An author'])
+        mi.comments = html
+        description = prompt.description_text(mi)
+        return Observed(shown=[description], facts={'markdown': len(markdown)})
+
+
+class FullTextIndex(CallSurface):
+    """A book's text as calibre's full-text index gives it back, its matches marked, read into the
+    passages Ask my library sends (grounding.library_search.best_passages)."""
+
+    variants_of = {'hostile_book': ('millions of elements', 'huge chapter')}
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        lib = plugin('grounding.library_search')
+        hit = f'{lib.HIT_START}rain{lib.HIT_END}'
+        if variant == 'millions of elements':  # a match in every word
+            text = f'{hit} ' * 3_000_000
+        else:  # one paragraph of 64 MB with a match at its end
+            text = 'word ' * (64 * MB // 5) + hit
+        return [Payload(variant, text, len(text))]
+
+    def call(self, marked: str, where: Path, ctx: Context) -> Observed:
+        lib = plugin('grounding.library_search')
+        found = lib.best_passages(marked)
+        return Observed(facts={'passages': len(found), 'longest': max((len(p[2]) for p in found), default=0)})
+
+# }}}
+
+
+# templates and prompts {{{
+
+class CoverTemplates(CallSurface):
+    """The calibre templates that make a cover's title, authors and series (the cover settings,
+    or carried over from calibre's gui.json), evaluated for the prompt (covers.prompt.cover_texts)."""
+
+    # a python: template in the reader's own settings is the reader's own code, as calibre runs it; one
+    # from calibre's files is the calibre/gui.json entry's (carried over only with consent)
+    variants_of = {'code': ('backtracking regex', 'looping template', 'format attacks')}
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        sentinel = ctx.scratch / SENTINEL
+        template = {'python template': P.python_template(sentinel), 'backtracking regex': P.BACKTRACKING_TEMPLATE,
+                    'looping template': P.LOOPING_TEMPLATE, 'format attacks': P.FORMAT_ATTACKS[0]}[variant]
+        return [Payload(variant, {'title': template, 'authors': template, 'series': template})]
+
+    def call(self, templates: dict, where: Path, ctx: Context) -> Observed:
+        from calibre.ebooks.metadata.book.base import Metadata
+        prompt = plugin('covers.prompt')
+        mi = Metadata(P.BACKTRACKING_TITLE, ['An author'])
+        texts = prompt.cover_texts(mi, templates)
+        return Observed(shown=list(texts), facts={'texts': list(texts)})
+
+
+class QuickActions(CallSurface):
+    """A quick action's prompt template (the settings, or calibre's files carried over), filled
+    in with the book's and the selection's values (conversation.actions.fill_template)."""
+
+    variants_of = {'code': ('python template', 'format attacks')}
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        if variant == 'python template':
+            return [Payload(variant, P.python_template(ctx.scratch / SENTINEL))]
+        return [Payload(f'format attack {t}', t) for t in P.FORMAT_ATTACKS]
+
+    def call(self, template: str, where: Path, ctx: Context) -> Observed:
+        actions = plugin('conversation.actions')
+        filled = actions.fill_template(template, {'title': 'A book', 'authors': 'An author', 'selected': 'a word'})
+        seen = Observed(shown=[filled[:1000]], facts={'length': len(filled)})
+        if filled != template and ('<class' in filled or 'mro' in filled or 'function' in filled):
+            seen.facts['ran'] = f'the template reached into Python objects: {filled[:200]!r}'
+        if len(filled) > len(template) + 1000:
+            seen.facts['ran'] = f'the template made {len(filled)} characters of {len(template)}'
+        return seen
+
+# }}}
+
+
+# what calibre's viewer and conversion worker say {{{
+
+class HighlightAnnot(CallSurface):
+    """What calibre's E-book viewer sends with a selection: the highlight it is on, as JSON
+    (viewer.panel.highlight_uuid). Quiet: what is not a highlight's JSON is taken as the uuid itself."""
+
+    quiet = True
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        good = {'uuid': 'h-1', 'type': 'highlight', 'style': {'kind': 'color', 'which': 'yellow'}}
+        if attack == 'deep_json':
+            return [Payload('JSON nested 100,000 levels', P.deep_in(good).decode())]
+        if attack == 'many_values':
+            text = P.tiny_values(16 * MB).decode()
+            return [Payload('millions of empty objects', text, len(text))]
+        if attack == 'wrong_types':
+            return [Payload(label, P.dumps(v).decode()) for label, v in P.wrong_types(good)]
+        raise ValueError(attack)
+
+    def call(self, annot: str, where: Path, ctx: Context) -> Observed:
+        panel = plugin('viewer.panel')
+        uuid = panel.highlight_uuid(annot)
+        return Observed(facts={'uuid': str(uuid)[:100]})
+
+
+class ConversionFeedback(CallSurface):
+    """What calibre's conversion worker ends with when it cannot convert a book (its log's last
+    line: ConversionUserFeedBack and its JSON), as the reader is told it (grounding.formats.job_error)."""
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        good = {'title': 'Could not convert', 'msg': 'The book is damaged.', 'level': 'error', 'det_msg': ''}
+        if attack == 'deep_json':
+            return [Payload('JSON nested 100,000 levels', P.deep_in(good).decode())]
+        if attack == 'many_values':
+            text = P.tiny_values(16 * MB).decode()
+            return [Payload('millions of empty objects', text, len(text))]
+        if attack == 'wrong_types':
+            return [Payload(label, P.dumps(v).decode()) for label, v in P.wrong_types(good)]
+        if attack == 'control_chars':
+            return [Payload('escapes in its words', P.dumps(P.strings_replaced(good, P.with_escapes)).decode())]
+        raise ValueError(attack)
+
+    def call(self, message: str, where: Path, ctx: Context) -> Observed:
+        formats = plugin('grounding.formats')
+        details = ('Traceback (most recent call last):\n  File "x", line 1, in <module>\n'
+                   f'calibre.ebooks.conversion.ConversionUserFeedBack: {message}\n')
+        error = formats.job_error('/books/a book.mobi', details)
+        return Observed(sentence=str(error), shown=[str(error)])
+
+# }}}
+
+
+class RetryAfter(CallSurface):
+    """A service's Retry-After header, read for how long to wait (core.transport.parse_retry_after):
+    whatever it says, a wait that is a number of seconds, finite and not negative, or none."""
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        return [Payload(v, v) for v in ('NaN', 'inf', '-Infinity', '-5', '1e308', '9' * 400, '0x10', '3' + P.ESCAPES,
+                                        'Fri, 31 Dec 9999 23:59:59 GMT', 'Thu, 01 Jan 1970 00:00:00 GMT')]
+
+    def call(self, value: str, where: Path, ctx: Context) -> Observed:
+        transport = plugin('core.transport')
+        wait = transport.parse_retry_after(value)
+        return Observed(facts={'amounts': [wait]})
+
+
+# books {{{
+
+class BookFile(FileSurface):
+    """A book file of the library, read for its text (grounding.formats.read_book: EPUB and KEPUB
+    directly, any other format converted by calibre first)."""
+
+    json = False
+    bound = ''
+    may_raise = ('calibre_plugins.bookai.',)
+
+    def __init__(self, fmt: str, attacks: tuple[str, ...]):
+        super().__init__(attacks)
+        self.fmt = fmt
+        self.name = f'book.{fmt.lower()}'
+        if fmt not in READ_DIRECTLY:  # calibre converts it first: the attacks on its structure, each up to the bound
+            self.variants_of = {'hostile_book': ('zip bomb', 'deep nesting', 'millions of elements',
+                                                 'entity expansion')}
+
+    def good_bytes(self, where: Path) -> bytes:
+        return self.packed([f'<p>{GOOD}</p>', '<p>Another chapter.</p>'])
+
+    def packed(self, chapters: list) -> bytes:
+        if self.fmt in ('EPUB', 'KEPUB'):
+            return P.epub_bytes(chapters)
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as zf:  # HTMLZ: index.html, metadata.opf
+            body = ''.join(c.decode('utf-8', 'replace') if isinstance(c, bytes) else c for c in chapters)
+            zf.writestr('index.html', f'<html><head><title>t</title></head><body>{body}</body></html>')
+        return out.getvalue()
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        if attack == 'hostile_book':
+            if variant == 'zip bomb':
+                path = ctx.scratch / 'made' / f'bomb.{self.fmt.lower()}'
+                path.parent.mkdir(exist_ok=True)
+                unpacked = 1024 * MB
+                if self.fmt in ('EPUB', 'KEPUB'):
+                    P.write_bomb(path, unpacked)
+                else:
+                    with zipfile.ZipFile(path, 'w', zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+                        with zf.open('index.html', 'w', force_zip64=True) as f:
+                            f.write(f'<html><body><p>{GOOD}</p><p>'.encode())
+                            for _ in range(unpacked // MB):
+                                f.write(b' ' * MB)
+                            f.write(b'</p></body></html>')
+                return [Payload(variant, ('bytes', path.read_bytes()), 0)]
+            chapters = P.hostile_chapters()[variant]
+            chapters = [f'<p>{GOOD}</p>', chapters[1]]
+            return [Payload(variant, ('bytes', self.packed(chapters)), 0)]
+        return super().variants(attack, variant, ctx)
+
+    def read(self, path: Path, where: Path, ctx: Context) -> Observed:
+        formats = plugin('grounding.formats')
+        if hasattr(formats, 'CONVERSION_SECONDS'):  # lowered: the bound is what is seen to hold, not its value
+            formats.CONVERSION_SECONDS = min(formats.CONVERSION_SECONDS, CONVERSION_SECONDS)
+        book = formats.read_book(str(path), self.fmt, str(where / 'work'))
+        texts = [p.text for p in book.paragraphs]
+        seen = Observed(facts={'paragraphs': len(texts), 'skipped': list(book.skipped),
+                               'whole': ctx.attack == 'damaged' and len(texts) >= 2 and not book.skipped})
+        if ctx.attack == 'hostile_book' and GOOD not in texts[:5]:
+            seen.facts['lost'] = f'the good chapter was not read ({texts[:2]!r})'
+        if ctx.attack == 'hostile_book' and ctx.variant != 'entity expansion' and len(texts) < 2 and not book.skipped:
+            seen.facts['lost'] = ('the hostile chapter was left out without a word: the book says nothing skipped, '
+                                  f'and has {len(texts)} paragraph(s)')
+        seen.sentence = book.skipped_note() if hasattr(book, 'skipped_note') else ''
+        return seen
+
+    def left(self, payload: Payload, handle: dict, where: Path, observed: Observed) -> list[str]:
+        return []  # a book is only read
+
+# }}}
+
+
+# a cover put on a book {{{
+
+class LibraryCover(CallSurface):
+    """A new cover put on a book of a real calibre library, as Apply does (main_window.covers:
+    covers_to_apply, then put_cover): the old cover kept until the new one reads back, else back."""
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        if attack == 'crafted_image':
+            from hostile.wire import crafted
+            data = crafted(variant)
+            return [Payload(variant, data, len(data))]
+        if attack == 'damaged':
+            good = images.png(64, 96)
+            return [Payload(label, data) for label, data in (
+                ('cut short', good[:len(good) // 2]), ('damaged pixel data', images.png_damaged()),
+                ('not an image', b'<svg xmlns="http://www.w3.org/2000/svg"/>'), ('empty', b''))]
+        if attack == 'oversized':
+            bound = bound_value('core.limits:MAX_IMAGE_BYTES') or 32 * MB
+            data = images.png(8, 8) + b'\x00' * bound
+            return [Payload('an image over its bound', data, len(data))]
+        raise ValueError(attack)
+
+    def call(self, data: bytes, where: Path, ctx: Context) -> Observed:
+        from calibre.library import db as open_db
+        from calibre.ebooks.metadata.book.base import Metadata
+        covers = plugin('main_window.covers')
+        undo_module = plugin('covers.undo')
+        lib = where / 'library'
+        lib.mkdir(exist_ok=True)
+        cache = open_db(str(lib)).new_api
+        old = images.png(20, 30, grey=0x40)
+        try:
+            (book_id,) = cache.create_book_entry(Metadata('A book', ['An author']), add_duplicates=True),
+            cache.set_cover({book_id: old})
+            old = cache.cover(book_id)  # as calibre keeps it
+            undo = undo_module.CoverUndo(str(where / 'undo'))
+            (cover,) = covers.covers_to_apply([(book_id, data)])
+            problem = covers.put_cover(cache, 'lib', book_id, cover, undo)
+            now = cache.cover(book_id)
+            kept = undo.last('lib', book_id)
+            seen = Observed(sentence=problem or '', facts={'replaced': now != old})
+            if now != old and (kept is None or kept.data != old):
+                seen.facts['lost'] = 'the old cover is neither on the book nor kept for Undo'
+            if not now:
+                seen.facts['lost'] = 'the book has no cover left'
+            return seen
+        finally:
+            cache.close()
+
+# }}}
