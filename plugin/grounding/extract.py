@@ -24,6 +24,7 @@ package is damaged or over a limit, is an UnreadableBook with a sentence.
 import bz2
 import copy
 import lzma
+import os
 import posixpath
 import re
 import zipfile
@@ -35,6 +36,8 @@ from os import PathLike
 from urllib.parse import unquote, urldefrag
 
 from lxml import etree
+
+from calibre_plugins.bookai.core.files import is_regular
 
 load_translations()
 
@@ -190,8 +193,16 @@ DEFLATE64 = 9  # the zip compression method some Windows tools use, which Python
 METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 
 
+def not_a_file() -> str:
+    """Why a book's path cannot be read when a FIFO, a device, a socket or a folder is in its place
+    (opened, a FIFO would wait for a writer for ever and a device never end)."""
+    return _('it is not a regular file (a folder, a FIFO, a device or a socket is in its place)')
+
+
 def read_epub(path: str | PathLike) -> Book:
     """The Book in an EPUB (or KEPUB) file. Raises UnreadableBook."""
+    if not is_regular(os.fspath(path)):
+        raise UnreadableBook(_('{path} could not be read as an EPUB: {error}').format(path=path, error=not_a_file()))
     try:
         with zipfile.ZipFile(path) as zf:
             if len(zf.infolist()) > MAX_MEMBERS:

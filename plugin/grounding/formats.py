@@ -26,7 +26,8 @@ from os import PathLike
 from typing import TYPE_CHECKING
 
 from calibre_plugins.bookai.core import limits
-from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook, read_epub
+from calibre_plugins.bookai.core.files import is_regular
+from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook, not_a_file, read_epub
 
 if TYPE_CHECKING:
     from calibre.utils.logging import Log
@@ -204,6 +205,8 @@ def read_book(path: str | PathLike, fmt: str, workdir: str | PathLike | None = N
     when workdir is None). Raises UnreadableBook."""
     if fmt.upper() in READ_DIRECTLY:
         return read_epub(path)
+    if not is_regular(os.fspath(path)):  # never handed to calibre's conversion, which would wait on it
+        raise not_converted(path, not_a_file())
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix='bookai-') as tmp:
             return read_book(path, fmt, tmp)

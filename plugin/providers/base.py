@@ -25,6 +25,7 @@ embed(), for ranking passages by meaning) and never knows which provider it hold
 """
 
 import json
+import math
 import re
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -540,7 +541,9 @@ class AIProviderPlugin:
             data = self.json_answer(self.embed_request(batch, model), model, cancel, unreadable)
             try:
                 got = [[float(x) for x in v] for v in self.parse_embeddings(data)]
-            except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+                if not all(math.isfinite(x) for v in got for x in v):  # NaN or infinity: no meaning to rank by
+                    got = None
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError):
                 got = None
             if got is None or len(got) != len(batch):
                 raise ProtocolError(unreadable.format(provider=self.display_name),
@@ -661,9 +664,13 @@ class AIProviderPlugin:
             cached = read_models_cache(path)
             if cached is not None:
                 return cached
-        data = self.json_answer(self.models_request(), '', cancel or CancelToken(),
-                                _('{provider} sent a model list that could not be read.'))
-        models = self.known_secrets.redacted(kept_models(self.parse_models(first_items(data, limits.MAX_MODELS))))
+        unreadable = _('{provider} sent a model list that could not be read.')
+        data = self.json_answer(self.models_request(), '', cancel or CancelToken(), unreadable)
+        try:  # a list of the wrong shape (a number where an object was, NaN or 1e400 as a date) is said in words
+            models = self.known_secrets.redacted(kept_models(self.parse_models(first_items(data, limits.MAX_MODELS))))
+        except (AttributeError, TypeError, ValueError, OverflowError, KeyError, IndexError):
+            raise ProtocolError(unreadable.format(provider=self.display_name),
+                                details=self.scrub(json.dumps(data)[:500])) from None
         write_models_cache(path, models, self.base_url)
         return models
 
