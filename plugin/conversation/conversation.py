@@ -177,7 +177,7 @@ class Conversation:
                        'library_id', 'provider', 'model', 'language')), str(d['id']), float(d.get('created') or 0),
                        str(d.get('selection') or ''))
             conv.turns = [turn_from_dict(t) for t in d.get('turns', ())]
-        except (KeyError, TypeError, AttributeError, ValueError) as e:
+        except (KeyError, TypeError, AttributeError, ValueError, OverflowError, IndexError) as e:  # any shape
             raise ValueError(f'not a saved conversation: {e}') from None
         return conv
 
