@@ -186,26 +186,6 @@ def test_an_idle_connection_numbered_past_1023_is_still_seen_open():
         a.close()
 
 
-def test_a_stopped_answer_already_buffered_does_not_keep_its_shut_down_connection():
-    """Stop while the rest of the answer is already in the buffer: the socket is shut down, so the
-    connection is not kept (its next use would fail and mark the server as one that closes every
-    connection)."""
-    replies = [Reply(200, chunks=chat_stream('one two')),
-               Reply(200, chunks=chat_stream('three four five six seven eight')),
-               Reply(200, chunks=chat_stream('nine ten'))]
-    with ScriptedServer(replies) as s:
-        p = get_provider('openai_compatible', settings={'base_url': s.url + '/v1', 'model': 'm'},
-                         transport=kept_transport())
-        assert ask(p).text == 'one two'
-        cancel = CancelToken()
-        for chunk in p.text_chat(QUESTION, cancel=cancel):
-            cancel.cancel()
-        assert ask(p).text == 'nine ten'
-        assert p.transport.keeps_connections_to(s.url)
-    ports = [r['client'][1] for r in s.received]
-    assert ports[0] == ports[1] and ports[2] != ports[1]
-
-
 def test_a_kept_connection_the_server_closed_is_not_used_and_nothing_is_sent_twice():
     replies = [Reply(200, chunks=chat_stream('first answer')), Reply(200, chunks=chat_stream('second answer'))]
     with ScriptedServer(replies) as s:
