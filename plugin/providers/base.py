@@ -25,7 +25,6 @@ embed(), for ranking passages by meaning) and never knows which provider it hold
 """
 
 import json
-import math
 import re
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -106,6 +105,11 @@ def redacted_answer(method: Callable) -> Callable:
         except ProviderError as e:
             raise self.known_secrets.redact_error(e) from None
     return redacted_method
+
+
+# The largest number an embedding may hold: real ones are a few units at most (most are normalized to
+# length 1); a larger one (1e308) would overflow the similarities, and NaN compares as nothing.
+MOST_EMBEDDING_VALUE = 1e6
 
 
 class AIProviderPlugin:
@@ -541,8 +545,8 @@ class AIProviderPlugin:
             data = self.json_answer(self.embed_request(batch, model), model, cancel, unreadable)
             try:
                 got = [[float(x) for x in v] for v in self.parse_embeddings(data)]
-                if not all(math.isfinite(x) for v in got for x in v):  # NaN or infinity: no meaning to rank by
-                    got = None
+                if not all(abs(x) <= MOST_EMBEDDING_VALUE for v in got for x in v):  # NaN, infinity, 1e308:
+                    got = None                                                        # nothing to rank by
             except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError):
                 got = None
             if got is None or len(got) != len(batch):

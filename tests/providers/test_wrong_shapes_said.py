@@ -37,9 +37,10 @@ def test_a_model_list_of_the_wrong_shape_is_said_in_words(name, root, listing):
             assert all(isinstance(m.id, str) for m in models)
 
 
-@pytest.mark.parametrize('vector', [[0.1, float('nan')], [float('inf'), 0.2], ['1e400', 0.1]])
+@pytest.mark.parametrize('vector', [[0.1, float('nan')], [float('inf'), 0.2], ['1e400', 0.1], [1e308, 0.1],
+                                    [-2e6, 0.1]])
 def test_embeddings_that_are_not_finite_numbers_are_said_in_words(vector):
-    body = json.dumps({'data': [{'embedding': vector, 'index': 0}]}).replace('NaN', 'NaN').encode()
+    body = json.dumps({'data': [{'embedding': vector, 'index': 0}]}).encode()
     with ScriptedServer([Reply(200, body, headers=[('Content-Type', 'application/json')])]) as server:
         p = get_provider('openai_compatible', settings={'base_url': server.url + '/v1', 'model': 'm'})
         with pytest.raises(ProtocolError, match='embeddings that could not be read'):
