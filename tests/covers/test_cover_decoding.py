@@ -13,18 +13,9 @@ import pytest
 
 from calibre_plugins.bookai.core import images, isolated
 from calibre_plugins.bookai.core.images import Decoded, checked_result, decode_images, structure
+from helpers.hang import within
 from helpers.images import PNG_SIGNATURE, chunk, gif, ihdr, jpeg_progressive, png, png_damaged
 from helpers.memory import MB, peak_growth
-
-
-def within(seconds: float, fn):
-    """fn() in a thread; an AssertionError if it has not returned after seconds (a hang guard)."""
-    box = {}
-    t = threading.Thread(target=lambda: box.update(result=fn()), daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), 'it hangs'
-    return box.get('result')
 
 
 def rgba_png(width: int, height: int) -> bytes:

@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from helpers.hang import within
+
 LIB = '4f1c0c1e-8e43-4bd6-9b39-4a1e0c6a9d01'
 
 
@@ -178,18 +180,6 @@ def test_the_default_root_is_in_calibres_cache():
     from calibre.constants import cache_dir
     from calibre_plugins.bookai.covers.undo import CoverUndo
     assert CoverUndo().root == os.path.join(cache_dir(), 'bookai', 'covers-undo')
-
-
-def within(seconds: float, fn):
-    """fn() in a thread; an AssertionError if it has not returned after seconds (a hang guard, not a
-    measure of speed)."""
-    import threading
-    box = {}
-    t = threading.Thread(target=lambda: box.update(result=fn()), daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), 'it hangs'
-    return box.get('result')
 
 
 @pytest.mark.parametrize('kind', ['fifo', 'link to a fifo', 'link to a device', 'folder'])
