@@ -58,10 +58,12 @@ from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.question import Question, book_question, library_book_text, library_question
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
-from calibre_plugins.bookai.core.web_links import kept_links
 from calibre_plugins.bookai.core.messages import (
     Answer, Chunk, Done, Failed, Message, ReasoningDelta, TextDelta, estimated_tokens,
 )
+from calibre_plugins.bookai.core import printable
+from calibre_plugins.bookai.core.printable import inert
+from calibre_plugins.bookai.core.web_links import kept_links
 from calibre_plugins.bookai.grounding.citations import citations
 from calibre_plugins.bookai.grounding.extract import UnreadableBook
 from calibre_plugins.bookai.grounding.formats import choose_format
@@ -92,16 +94,16 @@ NOT_WRITTEN = 6  # the settings, or the conversation in the History, could not b
 NOT_READ = 7     # a settings file of calibre's own AI could not be read
 STOPPED = 130  # Ctrl-C, by the shell's convention (128 + SIGINT)
 
-# Shown escaped: C0 but line feed and tab, DEL, C1; also lone surrogates, which no terminal can be sent.
-CONTROL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]')
-# What json.dumps(ensure_ascii=False) leaves raw and a terminal or a JSON-lines reader may obey.
-JSON_RAW = re.compile('[\x7f-\x9f\u2028\u2029\ud800-\udfff]')
+# What json.dumps(ensure_ascii=False) leaves raw and a terminal or a JSON-lines reader may obey: what
+# core/printable.py makes inert (json.dumps has written C0 as \u escapes already), and the line and
+# paragraph separators. Written as JSON's \u escapes, so the value read back is the same.
+JSON_RAW = re.compile(f'{printable.CONTROL.pattern[:-1]}\u2028\u2029]')
 
 
 def shown(text: str) -> str:
-    """text with its control characters visible and inert: ESC as \\x1b, U+009B as \\x9b."""
-    return CONTROL.sub(lambda m: f'\\x{ord(m.group()):02x}' if m.group() < '\u0100' else f'\\u{ord(m.group()):04x}',
-                       text)
+    """text with its control characters visible and inert (core/printable.py): ESC as \\x1b,
+    U+009B as \\x9b, a right-to-left override as \\u202e."""
+    return inert(text)
 
 
 def say(stream: TextIO, text: str = '', end: str = '\n') -> None:

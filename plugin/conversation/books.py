@@ -25,6 +25,7 @@ from html import unescape
 from typing import TYPE_CHECKING, Any
 
 from calibre_plugins.bookai.conversation.prompts import defused
+from calibre_plugins.bookai.core.printable import CONTROL, one_line, without_controls
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
@@ -43,8 +44,6 @@ MOST_FIELD_CHARS = 1000
 MOST_NOTE_CHARS = 10_000
 # The most characters of long-text fields sent about one book, all of them together.
 MOST_NOTES_CHARS = 20_000
-# Control characters other than line breaks and tabs: never sent.
-CONTROL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f]')
 
 
 @dataclass(frozen=True)
@@ -59,6 +58,14 @@ class BookInfo:
     notes: tuple[str, ...] = ()      # comments and long-text columns, as Markdown or plain text
     # the book's languages as calibre has them (ISO 639 codes): not sent, see answer_language()
     languages: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # names shown in lists, titles and the History (from calibre or a History file): on one line,
+        # nothing in them obeyed (core/printable.py)
+        object.__setattr__(self, 'title', one_line(self.title))
+        object.__setattr__(self, 'series', one_line(self.series))
+        if any(isinstance(a, str) and CONTROL.search(a) for a in self.authors):
+            object.__setattr__(self, 'authors', tuple(one_line(a) for a in self.authors))
 
     @property
     def authors_text(self) -> str:
@@ -181,7 +188,7 @@ def fill_in(mi: Any, db: 'Cache', book_id: int, name: str) -> None:
 def clipped(text: str, most: int = MOST_FIELD_CHARS) -> str:
     """text as it may be sent: without control characters or control tokens, at most most
     characters (cut with an ellipsis)."""
-    text = defused(CONTROL.sub('', text))
+    text = defused(without_controls(text))
     return text if len(text) <= most else text[:max(0, most - 1)].rstrip() + '\u2026'
 
 

@@ -36,6 +36,8 @@ from functools import lru_cache
 from html.entities import html5
 from urllib.parse import unquote, urlsplit
 
+from calibre_plugins.bookai.core.printable import inert, one_line
+
 load_translations()
 
 REDACTED = '[redacted]'
@@ -381,9 +383,10 @@ class ProviderError(Exception):
 
     def __init__(self, sentence: str, provider_message: str = '', details: str = '', status: int | None = None,
                  retry_after: float | None = None) -> None:
-        self.sentence = sentence
-        self.provider_message = (provider_message or '').strip()
-        self.details = details
+        # every word of it may be shown, on the command line too: nothing in it obeyed (core/printable.py)
+        self.sentence = inert(sentence)
+        self.provider_message = one_line(provider_message or '')
+        self.details = inert(details)
         self.status = status
         self.retry_after = retry_after
         super().__init__(self.human())

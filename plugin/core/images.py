@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.errors import ProtocolError, ProviderError, TooLarge
 from calibre_plugins.bookai.core.messages import Usage
+from calibre_plugins.bookai.core.printable import inert, one_line
 from calibre_plugins.bookai.core.web_links import shown
 
 load_translations()
@@ -69,6 +70,11 @@ class ImageResult:
     usage: Usage = field(default_factory=Usage)
     revised_prompt: str = ''  # the prompt as the service rewrote it, when it says
     text: str = ''            # words the model sent with the image
+
+    def __post_init__(self) -> None:
+        # the service's words, as every window and the command line may show them (core/printable.py)
+        for name, made in (('model', one_line), ('revised_prompt', inert), ('text', inert)):
+            object.__setattr__(self, name, made(getattr(self, name)))
 
 
 class NotAnImage(ProtocolError):

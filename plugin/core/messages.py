@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from calibre_plugins.bookai.core.printable import one_line
+
 
 class Role(str, Enum):
     SYSTEM = 'system'
@@ -123,6 +125,11 @@ class Done:
     web_links: tuple[WebLink, ...] = ()
     response_id: str = ''
     reasoning_details: tuple = ()
+
+    def __post_init__(self) -> None:
+        # the service's words: shown on one line, nothing in them obeyed (core/printable.py)
+        for name in ('model', 'response_id'):
+            object.__setattr__(self, name, one_line(getattr(self, name)))
 
 
 @dataclass(frozen=True)

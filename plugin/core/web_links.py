@@ -34,21 +34,12 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.messages import WebLink
-
-# Shown escaped: C0 and C1 controls but the spaces among them, the marks that reorder text
-# (a title could otherwise show its words in an order that hides what it is), lone surrogates.
-CONTROL = re.compile('[\x00-\x08\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]')
-SPACES = re.compile(r'\s+')
-
-
-def escaped(match: re.Match) -> str:
-    c = match.group()
-    return f'\\x{ord(c):02x}' if c < '\u0100' else f'\\u{ord(c):04x}'
-
+from calibre_plugins.bookai.core.printable import one_line
 
 def shown(text: str) -> str:
-    """text on one line, its control characters visible and inert: ESC as \\x1b, U+202E as \\u202e."""
-    return SPACES.sub(' ', CONTROL.sub(escaped, text)).strip()
+    """text on one line, its control characters visible and inert: ESC as \\x1b, U+202E as
+    \\u202e (core/printable.py)."""
+    return one_line(text)
 
 
 def is_web_address(url: str) -> bool:
@@ -232,6 +223,17 @@ def shown_address(url: str) -> str:
     return shown(urlunsplit(parts._replace(netloc=netloc_of(parts, display) if host else '')))
 
 
+# An address among words (a page titled by its own address): shown as shown_address() shows it
+ADDRESS_IN_WORDS = re.compile(r'\b[a-z][a-z0-9+.-]{1,15}://[^\s<>"]+', re.IGNORECASE)
+
+
+def shown_in_words(text: str) -> str:
+    """Words from outside that may name addresses (a page's title, a service's message) as they
+    may be shown: shown(), and every address in them as shown_address() shows it (no
+    user:password@, a look-alike host as punycode)."""
+    return shown(ADDRESS_IN_WORDS.sub(lambda m: shown_address(m.group()), text))
+
+
 def site(url: str) -> str:
     """The host of a web address ('' when there is none), as shown beside a page's title:
     shown_host(), so that it names the site a click opens."""
@@ -262,7 +264,7 @@ def kept_links(links: Iterable[object]) -> tuple[tuple[WebLink, ...], int]:
         if not is_web_address(url) or len(kept) >= limits.MAX_WEB_LINKS:
             left_out += 1
             continue
-        title = shown(link.title[:limits.MAX_WEB_LINK_TITLE_CHARS * 8])  # a huge title is not scanned whole
+        title = shown_in_words(link.title[:limits.MAX_WEB_LINK_TITLE_CHARS * 8])  # a huge title is not scanned whole
         if len(title) > limits.MAX_WEB_LINK_TITLE_CHARS:
             title = title[:limits.MAX_WEB_LINK_TITLE_CHARS - 1].rstrip() + '…'
         kept.append(WebLink(title, url))

@@ -32,6 +32,7 @@ from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular, write_private
 from calibre_plugins.bookai.core.images import EXTENSIONS, ImageResult
 from calibre_plugins.bookai.core.messages import Cost
+from calibre_plugins.bookai.core.printable import one_line
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.covers.prompt import CoverChoices
@@ -46,7 +47,6 @@ MAX_AT_ONCE = 8
 MAX_TEXT = 2_000             # characters of a title, an error or a model kept in the manifest
 STATUSES = ('made', 'failed', 'stopped')
 IMAGE_NAME = re.compile(r'([1-9][0-9]{0,17})\.(' + '|'.join(sorted(set(EXTENSIONS.values()))) + ')')
-CONTROL = re.compile('[\x00-\x1f\x7f-\x9f\u2028\u2029]')
 RUN_NAME = re.compile(r'[0-9]{8}-[0-9]{6}-[A-Za-z0-9_]{1,16}')
 
 
@@ -266,10 +266,11 @@ def outcome_json(o: CoverOutcome) -> dict:
 
 
 def _text(value: object, name: str) -> str:
-    """A text of the manifest: bounded, its control characters (as a hostile file could hold) as spaces."""
+    """A text of the manifest: bounded, on one line, its control characters (as a hostile file could
+    hold) inert (core/printable.py)."""
     if not isinstance(value, str) or len(value) > MAX_TEXT:
         raise ValueError(name)
-    return CONTROL.sub(' ', value)
+    return one_line(value)
 
 
 def _number(value: object, name: str) -> float:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from calibre_plugins.bookai.core.images import ASPECTS
+from calibre_plugins.bookai.core.printable import CONTROL
 from calibre_plugins.bookai.covers.styles import MAX_TEMPLATE, style_by_name
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
@@ -51,7 +52,6 @@ MAX_COMMENTS_READ = 200_000     # characters of a book's comments (HTML) read to
 MAX_REFINEMENTS = 50            # changes added to a prompt made again from scratch
 
 # control characters (but line feed and tab in the description), and the line and paragraph separators
-CONTROL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f]')
 LINE_BREAKS = re.compile('[\t\n\u2028\u2029]')
 TEMPLATE_FAILED = '\ue000bookai: template failed\ue000'  # what SafeFormat gives before its error message
 TEMPLATE_SECONDS = 2.0          # one template for one book, in the worker: a loop of the template language stops then

@@ -11,10 +11,10 @@ template}]. That value is read as hostile: an entry that is not a dict of bounde
 or whose key is a built-in style's or an earlier entry's, is skipped, never an error.
 """
 
-import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 load_translations()
@@ -25,7 +25,6 @@ MAX_NAME = 100             # characters of a style's name as shown
 MAX_TEMPLATE = 10_000      # characters of a style's template
 MAX_SAVED = 200            # the reader's own styles read from the settings
 
-CONTROL = re.compile('[\x00-\x1f\x7f-\x9f\u2028\u2029]')
 
 
 class CoverStyle(NamedTuple):
@@ -97,9 +96,9 @@ def checked_style(entry: object) -> CoverStyle | None:
         return None
     if not (0 < len(name) <= MAX_KEY and len(human_name) <= MAX_NAME and len(template) <= MAX_TEMPLATE):
         return None
-    if CONTROL.search(name) or not name.strip():
+    if name != one_line(name) or not name.strip():  # a key: nothing unprintable, no break or run of spaces
         return None
-    human_name = CONTROL.sub(' ', human_name).strip()  # shown in a list: one line, nothing that steers it
+    human_name = one_line(human_name)  # shown in a list: one line, nothing that steers it
     if not human_name:
         return None
     return CoverStyle(name, human_name, template)
@@ -128,7 +127,7 @@ def save_style(human_name: str, template: str) -> CoverStyle:
     """Save a style of the reader's own, under a key made from its name as calibre makes it
     (custom_<name in lower case, spaces as _>, then _1, _2... when taken). Raises ValueError,
     in words, for an empty name or template, or one too long."""
-    human_name = CONTROL.sub(' ', human_name).strip()
+    human_name = one_line(human_name)
     template = template.strip()
     if not human_name:
         raise ValueError(_('Please enter a name for the custom style.'))

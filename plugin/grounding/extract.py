@@ -38,6 +38,7 @@ from urllib.parse import unquote, urldefrag
 from lxml import etree
 
 from calibre_plugins.bookai.core.files import is_regular
+from calibre_plugins.bookai.core.printable import one_line
 
 load_translations()
 
@@ -155,12 +156,10 @@ def left_out(names: list[str], reasons: dict[str, str]) -> str:
     return '; '.join(parts)
 
 
-CONTROL = re.compile('[\x00-\x1f\x7f-\x9f]')
-
-
 def shown_name(name: str) -> str:
-    """A file's name from a book as it may be shown: no control character (each as ?), at most 200 characters."""
-    name = CONTROL.sub('?', name)
+    """A file's name from a book as it may be shown: on one line, no control character obeyed
+    (core/printable.py), at most 200 characters."""
+    name = one_line(name[:1000])
     return name if len(name) <= 200 else name[:199] + '…'
 
 

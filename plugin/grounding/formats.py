@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.files import is_regular
+from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook, not_a_file, read_epub
 
 if TYPE_CHECKING:
@@ -191,12 +192,14 @@ def job_error(src: str | PathLike, details: str | None) -> UnreadableBook:
 
 
 def feedback_text(message: str) -> str:
-    """The words of a ConversionUserFeedBack, which the worker's log shows as JSON."""
+    """The words of a ConversionUserFeedBack, which the worker's log shows as JSON, on one line and
+    inert (core/printable.py): they are shown to the reader."""
     try:
         feedback = limits.load_json(message)
-        return ' '.join(part for part in (feedback.get('title'), feedback.get('msg')) if isinstance(part, str) and part)
+        said = ' '.join(part for part in (feedback.get('title'), feedback.get('msg')) if isinstance(part, str) and part)
     except (ValueError, AttributeError):
-        return message
+        said = message
+    return one_line(said)
 
 
 def read_book(path: str | PathLike, fmt: str, workdir: str | PathLike | None = None) -> Book:

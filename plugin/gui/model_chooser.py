@@ -20,7 +20,6 @@ through the provider in a worker thread and hands over with set_models().
 """
 
 import html
-import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 
@@ -33,18 +32,18 @@ from qt.core import (
 from calibre.utils.date import format_date
 
 from calibre_plugins.bookai.core.messages import money
+from calibre_plugins.bookai.core.printable import inert
 from calibre_plugins.bookai.providers.models import MOST_UNIT_PRICE, Model, kept_models
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 load_translations()
 
 ID_ROLE = Qt.ItemDataRole.UserRole
-CONTROL = re.compile(r'[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]')
 
 
 def plain(text: str) -> str:
     """text from a service, safe to put into the dialog's HTML: no control characters, escaped."""
-    return html.escape(CONTROL.sub('', text or ''))
+    return html.escape(inert(text or ''))
 
 
 def per_million(price: float) -> str:
@@ -222,9 +221,9 @@ class ModelChooser(QDialog):
         try:
             self.list.clear()
             for m in self.shown():
-                item = QListWidgetItem(CONTROL.sub('', m.display_name), self.list)
+                item = QListWidgetItem(m.display_name, self.list)
                 item.setData(ID_ROLE, m.id)
-                item.setToolTip(CONTROL.sub('', m.id))
+                item.setToolTip(m.id)  # a Model's words are inert as it is made
                 if m.id == keep:
                     self.list.setCurrentItem(item)
         finally:

@@ -46,6 +46,7 @@ from calibre_plugins.bookai.core.streams import NDJSONDecoder, SSEDecoder
 from calibre_plugins.bookai.core.transport import (
     HTTPError, Request, Response, Timeouts, Transport, http_error_to_provider_error, is_local as is_local_host,
 )
+from calibre_plugins.bookai.core.web_links import shown_address
 from calibre_plugins.bookai.providers import pricing
 from calibre_plugins.bookai.providers.models import (
     Model, cache_path, first_items, kept_models, model_for_tier, read_models_cache, write_models_cache,
@@ -639,7 +640,7 @@ class AIProviderPlugin:
         if not same:
             raise ProtocolError(_('{provider} sent the address of the image on another server instead of the image '
                                   'itself. Book AI fetches images only from the server it asked.').format(
-                provider=self.display_name), details=self.scrub(str(url)[:300]))
+                provider=self.display_name), details=self.scrub(shown_address(str(url)[:300])))
         headers = {k: v for k, v in self.headers().items() if k.lower() != 'content-type'}
         response = self.open(Request(url, 'GET', headers, None, secrets=self.secret_values), model, cancel)
         data = response.read_all(limits.MAX_IMAGE_BYTES + 1)

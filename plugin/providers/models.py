@@ -34,6 +34,7 @@ from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.errors import Secrets, without_userinfo
 from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular, set_aside, write_private
 from calibre_plugins.bookai.core.messages import money
+from calibre_plugins.bookai.core.printable import CONTROL, inert, one_line
 
 MODELS_CACHE_SECONDS = 24 * 60 * 60
 MOST_UNIT_PRICE = 10_000.0  # US dollars for one token, request, image or search: more is a service's mistake
@@ -63,6 +64,15 @@ class Model:
     #                                 'completion' per token, 'request', 'image', 'web_search'...
     input_modalities: tuple[str, ...] = ()   # what it takes: 'text', 'image', 'file', 'audio'...
     output_modalities: tuple[str, ...] = ()  # what it gives: 'text', 'image'...
+
+    def __post_init__(self) -> None:
+        # the service's words, as the chooser, the settings and the command line show them: on one
+        # line (a description keeps its lines), nothing in them obeyed (core/printable.py)
+        for name in ('id', 'name'):
+            object.__setattr__(self, name, one_line(getattr(self, name)))
+        object.__setattr__(self, 'description', inert(self.description))
+        if any(isinstance(t, str) and CONTROL.search(t) for t in self.traits):
+            object.__setattr__(self, 'traits', tuple(one_line(t) for t in self.traits))
 
     @property
     def display_name(self) -> str:

@@ -45,6 +45,7 @@ from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import NotConfigured, ProviderError
 from calibre_plugins.bookai.core.images import Image, ImageResult, image_from_base64, no_image
 from calibre_plugins.bookai.core.messages import Chunk, Cost, Message, ReasoningDelta, TextDelta, Usage, WebLink
+from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import Capability, redacted_answer
@@ -160,6 +161,11 @@ class ImageModel:
     traits: tuple[str, ...] = ()
     aspect_ratios: tuple[str, ...] = ()
     price: float = 0.0  # US dollars an image, 0 when not given
+
+    def __post_init__(self) -> None:
+        # the service's words, as the settings and the command line show them (core/printable.py)
+        object.__setattr__(self, 'id', one_line(self.id))
+        object.__setattr__(self, 'traits', tuple(one_line(t) for t in self.traits))
 
 
 def image_model_of(entry: dict) -> ImageModel | None:

@@ -63,7 +63,7 @@ def test_damaged_and_hostile_entries_are_skipped(prefs):
         {'name': 5, 'human_name': 'x', 'template': 'y'},                 # not text
         {'name': 'custom_b', 'human_name': ['x'], 'template': 'y'},
         {'name': '', 'human_name': 'x', 'template': 'y'},                 # no key
-        {'name': 'custom_c', 'human_name': '\x1b\n', 'template': 'y'},    # no name once cleaned
+        {'name': 'custom_c', 'human_name': ' \n\t', 'template': 'y'},    # no name once on one line
         {'name': 'custom\x1b[2J', 'human_name': 'x', 'template': 'y'},   # control characters in the key
         {'name': 'k' * 121, 'human_name': 'x', 'template': 'y'},         # too long
         {'name': 'custom_d', 'human_name': 'x' * 101, 'template': 'y'},
@@ -74,7 +74,7 @@ def test_damaged_and_hostile_entries_are_skipped(prefs):
         {'name': 'custom_ctl', 'human_name': 'Two\nlines\x1b[31m', 'template': 't', 'extra': 1},
     ]
     assert saved_styles() == [CoverStyle('custom_good', 'Good', 'fine'),
-                              CoverStyle('custom_ctl', 'Two lines [31m', 't')]
+                              CoverStyle('custom_ctl', 'Two lines\\x1b[31m', 't')]  # shown, not obeyed
     assert [s.name for s in all_styles()][-3:] == ['custom_good', 'custom_ctl', 'custom']
     s = save_style('Good', 'again')  # the damaged entries do not stop saving
     assert s.name == 'custom_good_1' and saved_styles()[-1] == s
