@@ -20,6 +20,7 @@ from calibre_plugins.bookai.conversation.prompts import (
     context_prompt, grounding_instructions, reading_prompt, with_passages,
 )
 from calibre_plugins.bookai.core.messages import Answer, Cost, Message, Role, Usage, WebLink
+from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.core.web_links import kept_links
 from calibre_plugins.bookai.grounding.scopes import Place
 
@@ -173,9 +174,12 @@ class Conversation:
     def from_dict(cls, d: dict[str, Any]) -> 'Conversation':
         """Raises ValueError for something that is not a saved conversation."""
         try:
-            conv = cls([book_from_dict(b) for b in d['books']], *(text_field(d, k) for k in (
-                       'library_id', 'provider', 'model', 'language')), str(d['id']), float(d.get('created') or 0),
-                       str(d.get('selection') or ''))
+            if d.get('format', FORMAT) != FORMAT:
+                raise ValueError(f'a format Book AI does not write ({str(d["format"])[:20]})')
+            library_id, provider, model, language = (text_field(d, k) for k in (
+                'library_id', 'provider', 'model', 'language'))
+            conv = cls([book_from_dict(b) for b in d['books']], library_id, one_line(provider), one_line(model),
+                       language, str(d['id']), float(d.get('created') or 0), str(d.get('selection') or ''))
             conv.turns = [turn_from_dict(t) for t in d.get('turns', ())]
         except (KeyError, TypeError, AttributeError, ValueError, OverflowError, IndexError) as e:  # any shape
             raise ValueError(f'not a saved conversation: {e}') from None
@@ -210,7 +214,7 @@ def turn_from_dict(d: dict[str, Any]) -> Turn:
     answer, reasoning, model, error, finish_reason = (text_field(d, k) for k in (
         'answer', 'reasoning', 'model', 'error', 'finish_reason'))
     links, left_out = kept_links(WebLink(*pair) for pair in web_link_pairs(d))
-    return Turn(str(d['question']), answer, reasoning, model, usage, error, finish_reason, float(d.get('asked') or 0),
+    return Turn(str(d['question']), answer, reasoning, one_line(model), usage, error, finish_reason, float(d.get('asked') or 0),
                 passages=str(d.get('passages') or ''), spoiler_safe=bool(d.get('spoiler_safe')),
                 places=tuple(place_from_list(p) for p in d.get('places') or ()), web_links=links,
                 web_links_left_out=left_out + max(0, count_field(d, 'web_links_left_out') or 0))

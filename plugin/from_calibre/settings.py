@@ -53,7 +53,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from calibre_plugins.bookai.conversation.actions import action_name
 from calibre_plugins.bookai.core.files import is_regular
-from calibre_plugins.bookai.core.limits import load_json
+from calibre_plugins.bookai.core.limits import TooComplex, load_json
 from calibre_plugins.bookai.core.web_links import shown_address
 from calibre_plugins.bookai.providers.base import Capability
 from calibre_plugins.bookai.providers.options import checked_header, shown
@@ -839,6 +839,9 @@ def custom_fields_item(path: str, found: CalibreSettings, deadline: float | None
         return Item(_('Library'), setting, _('(unreadable)'), why_not=_('its id is not one calibre writes'))
     try:
         value = load_json(raw) if isinstance(raw, str) else None
+    except TooComplex:  # said as what it is: more than Book AI reads, not merely a wrong value
+        return Item(_('Library'), setting, _('(unreadable)'), why_not=_(
+            'its value is nested deeper, or holds more, than Book AI reads'))
     except (ValueError, RecursionError):
         value = None
     if not isinstance(value, list) or not all(is_field_name(n, True) for n in value):

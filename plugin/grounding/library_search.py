@@ -15,6 +15,7 @@ library_citations() reads back.
 
 import math
 import re
+from array import array
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ PER_BOOK = 3            # passages from one book at most
 PASSAGE_CHARS = 900     # a passage's longest, in characters
 SHORT_CHARS = 300       # a passage shorter than this gets its neighbouring paragraphs
 HIT_START, HIT_END = '\x02', '\x03'  # marks the index puts around matches (control characters no book text holds)
+MOST_HITS = 20_000      # matches of one book read for its passages: the first ones
 
 WORD = re.compile(r'[^\W_]+')   # letters and digits: no quote, bracket, star or dash of FTS syntax
 HIT = re.compile(f'{HIT_START}(.*?){HIT_END}', re.DOTALL)
@@ -208,25 +210,47 @@ def book_names(db: 'Cache', book_id: int) -> tuple[str, tuple[str, ...]]:
 # passages of one book {{{
 
 def unmark(marked: str) -> tuple[str, list[tuple[int, int, str]]]:
-    """(text, hits): the text without the marks, and (start, end, word) of each match."""
-    parts, hits, at, shift = [], [], 0, 0
+    """(text, hits): the text without the marks, and (start, end, word) of its first MOST_HITS
+    matches (a book matched in every word costs no more than that)."""
+    text = marked.replace(HIT_START, '').replace(HIT_END, '')
+    hits: list[tuple[int, int, str]] = []
+    removed = at = 0  # marks before the match, in marked: the match is that much earlier in text
     for m in HIT.finditer(marked):
-        parts.append(marked[at:m.start()])
+        if len(hits) >= MOST_HITS:
+            break
+        removed += marked.count(HIT_START, at, m.start()) + marked.count(HIT_END, at, m.start())
         word = m.group(1)
-        start = m.start() - shift
-        hits.append((start, start + len(word), word.lower()))
-        parts.append(word)
-        shift += len(HIT_START) + len(HIT_END)
+        inner = word.count(HIT_START)  # a stray mark inside a match: not in the text either
+        start = m.start() - removed
+        hits.append((start, start + len(word) - inner, word.replace(HIT_START, '').lower()))
+        removed += len(HIT_START) + inner + len(HIT_END)
         at = m.end()
-    parts.append(marked[at:])
-    return ''.join(parts), hits
+    return text, hits
 
 
-def paragraphs(text: str) -> list[tuple[int, int]]:
+class Spans:
+    """(start, end) of each paragraph of a text, as two arrays of integers: a text of millions
+    of paragraphs costs 16 bytes a paragraph."""
+
+    def __init__(self) -> None:
+        self.starts, self.ends = array('q'), array('q')
+
+    def append(self, span: tuple[int, int]) -> None:
+        self.starts.append(span[0])
+        self.ends.append(span[1])
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, i: int) -> tuple[int, int]:
+        return self.starts[i], self.ends[i]
+
+
+def paragraphs(text: str) -> Spans:
     """(start, end) of each paragraph of the text."""
-    spans, at = [], 0
+    spans, at = Spans(), 0
     for m in BLANK_LINE.finditer(text):
-        if text[at:m.start()].strip():
+        if not text[at:m.start()].isspace() and m.start() > at:
             spans.append((at, m.start()))
         at = m.end()
     if text[at:].strip():
@@ -242,10 +266,9 @@ def best_passages(marked: str, count: int = PER_BOOK) -> list[tuple[int, int, st
         return []
     weights = word_weights(hits)
     paras = paragraphs(text)
-    starts = [s for s, e in paras]
-    hits_of = {}
+    hits_of: dict[int, list[tuple[int, int, str]]] = {}
     for hit in hits:
-        i = bisect_right(starts, hit[0]) - 1
+        i = bisect_right(paras.starts, hit[0]) - 1
         if i >= 0:
             hits_of.setdefault(i, []).append(hit)
     candidates = []
@@ -300,7 +323,7 @@ def densest_window(start: int, end: int, hits: list[tuple[int, int, str]], weigh
     return lo, min(end, lo + size)
 
 
-def with_neighbours(paras: list[tuple[int, int]], i: int) -> tuple[int, int]:
+def with_neighbours(paras: Spans, i: int) -> tuple[int, int]:
     """(start, end) of paragraph i, with the paragraphs around it while it is short."""
     first = last = i
     while paras[last][1] - paras[first][0] < SHORT_CHARS:

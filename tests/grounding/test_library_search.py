@@ -287,3 +287,17 @@ def test_ask_library_prints_the_citations_of_the_answer(cli, sandbox, tmp_path):
     assert lines[3] == '[9] (not a passage that was sent)' and len(lines) == 4
 
 # }}}
+
+
+def test_marks_are_read_right_around_stray_ones_and_only_the_first_matches_kept():
+    from calibre_plugins.bookai.grounding import library_search as ls
+    s, e = ls.HIT_START, ls.HIT_END
+    marked = f'a {e}stray {s}rain{e} and {s}Sea{e}{s}x{s}y{e} end'
+    text, hits = ls.unmark(marked)
+    assert text == 'a stray rain and Seaxy end'
+    assert [text[a:b] for a, b, _w in hits] == ['rain', 'Sea', 'xy'] and [w for *_p, w in hits] == ['rain', 'sea', 'xy']
+    many = f'{s}rain{e} ' * (ls.MOST_HITS + 500)
+    text, hits = ls.unmark(many)
+    assert len(hits) == ls.MOST_HITS and text == 'rain ' * (ls.MOST_HITS + 500)
+    assert all(text[a:b] == 'rain' for a, b, _w in hits)
+    assert ls.best_passages(many)  # passages from the first matches
