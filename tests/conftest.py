@@ -88,7 +88,7 @@ NOT_QUICK_FOLDERS = {
 NOT_QUICK_FILES = {
     'providers/test_hostile_servers.py': 'servers that send without end or fall silent, up to the bounds',
     'grounding/test_hostile_books.py': 'zip bombs unpacked up to the bounds',
-    'hostile/battery.py': 'every attack class against every entry point, each case in a process of its own',
+    'hostile/test_battery.py': 'every attack class against every entry point, each case in a process of its own',
 }
 # fixtures (as named, or through the fixtures they use) that need more
 NOT_QUICK_FIXTURES = {

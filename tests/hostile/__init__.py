@@ -11,12 +11,9 @@
     isolation   each case in a process of its own: a watchdog, bounded memory, what came out
     surfaces    how each kind of entry is fed and what a reader would be shown
     test_registry   the registry is whole: a new reader of outside bytes is red until registered
-    battery     every attack class against every entry that can receive it. Not yet collected
-                by the suite (its name is not test_*): on calibre 6.13 it has 74 red cases of
-                real gaps the fixes of issue 26 have not reached (listed in the issue's stop
-                note). Run it by name:
-                python3 dev/test.py --host forky -- tests/hostile/battery.py
-                and rename it test_battery.py once it is green on the four hosts.
+    test_battery    every attack class against every entry that can receive it, each case in
+                a process of its own; on every host. Alone:
+                python3 dev/test.py --host forky -- tests/hostile/test_battery.py
 
 Imported as `hostile.NAME` (tests/ is on sys.path).
 """

@@ -160,7 +160,22 @@ def values_kept(path: Path, old: bytes, changed: frozenset = VALUES_CHANGED) -> 
         return False
     if not isinstance(before, dict) or not isinstance(after, dict):
         return False
-    return all(after.get(k) == v for k, v in before.items() if k not in changed)
+    return all(same_value(v, after.get(k)) for k, v in before.items() if k not in changed)
+
+
+def same_value(old: object, new: object) -> bool:
+    """Whether new holds what old held: equal, or a text of it with its control characters made
+    visible (core/printable.py: a name shown inert, ESC as \\x1b), which loses nothing."""
+    if old == new:
+        return True
+    if isinstance(old, str) and isinstance(new, str):
+        printable = plugin('core.printable')
+        return new in (printable.inert(old), printable.one_line(old))
+    if isinstance(old, list) and isinstance(new, list):
+        return len(old) == len(new) and all(same_value(a, b) for a, b in zip(old, new))
+    if isinstance(old, dict) and isinstance(new, dict):
+        return old.keys() == new.keys() and all(same_value(v, new[k]) for k, v in old.items())
+    return False
 
 
 def relative(path: Path) -> str:
@@ -591,7 +606,10 @@ class LibraryDatabase(FileSurface):
     def read(self, path: Path, where: Path, ctx: Context) -> Observed:
         settings = plugin('from_calibre.settings')
         found = settings.read(str(where / 'calibre'), libraries=[str(path.parent)])
-        return Observed(sentence=' '.join(found.problems), shown=found.summary().splitlines() + found.problems)
+        # told: what could not be read, and each setting not carried over and why (the offer and
+        # import-calibre show both)
+        said = found.problems + [f'{i.setting}: {i.why_not}' for i in found.items if not i.carried]
+        return Observed(sentence=' '.join(said), shown=found.summary().splitlines() + found.problems)
 
 
 class ViewerAnnotations(FileSurface):
