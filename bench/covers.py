@@ -7,7 +7,7 @@ each answer (a fixture's chaos latencyMs; a real image service takes a few secon
     baseline of one at a time measured in the same run, and against the floor (rounds of n
     requests x the delay).
 (b) The main window's pauses while a 50-cover job runs as the real one does: Book AI's job
-    (main_window/covers.py start_job) on calibre's own JobManager (ThreadedJob, its
+    (main_window/cover_actions.py start_job) on calibre's own JobManager (ThreadedJob, its
     notifications polled on the GUI thread), in a throwaway library of 50 books with covers,
     then the review window the job's end opens, until its 100 thumbnails are in. A QTimer
     ticks every 5 ms on the GUI thread; the gaps between ticks are the pauses. Each of 3
@@ -264,7 +264,7 @@ def library(folder: str):
 
 
 def main_window(db):
-    """What main_window/covers.py uses of calibre's main window: the library, the Jobs panel's
+    """What main_window/cover_actions.py uses of calibre's main window: the library, the Jobs panel's
     JobManager (calibre's own), a status bar; a real top-level window, the review's parent."""
     from calibre.gui2.jobs import JobManager
     from qt.core import QMainWindow
@@ -345,13 +345,13 @@ class Collections:
 
 
 def one_job(provider, at_once: int, db, ids) -> dict:
-    """The job started as Book AI's menu starts it (main_window/covers.py start_job), on
+    """The job started as Book AI's menu starts it (main_window/cover_actions.py start_job), on
     calibre's JobManager; then its review window, opened by the job's end as in calibre, until
     every thumbnail is in it. The gaps between ticks, each with the time it ended."""
     from qt.core import QApplication, QPixmap
 
     from calibre_plugins.bookai.covers.prompt import CoverChoices
-    from calibre_plugins.bookai.main_window import covers as mw
+    from calibre_plugins.bookai.main_window import cover_actions as mw
     from calibre_plugins.bookai.settings.prefs import plugin_prefs
     app = QApplication.instance()
     plugin_prefs()['cover_requests_at_once'] = at_once
@@ -656,7 +656,7 @@ def review_pauses(folder: str) -> None:
     from qt.core import QApplication
 
     from calibre_plugins.bookai.covers.bulk import MANIFEST, MANIFEST_VERSION, CoverOutcome, load_run, outcome_json
-    from calibre_plugins.bookai.main_window import covers as mw
+    from calibre_plugins.bookai.main_window import cover_actions as mw
     print('\n(d) the main window while a review of crafted new covers (the images of (c), and two good ones) loads '
           'its thumbnails, then Apply all, then Undo cover change; a 5 ms timer on the GUI thread, against the idle '
           'baseline (the same timer, as long, nothing running)')

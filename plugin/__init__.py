@@ -34,7 +34,7 @@ class BookAI(InterfaceActionBase):
         if 'calibre.gui2.viewer.main' in sys.modules:
             try:
                 # late, as everything here: see the module's docstring
-                from calibre_plugins.bookai.viewer.hook import install
+                from calibre_plugins.bookai.viewer.hook import install  # on use: importing the plugin costs nothing
                 install()
             except Exception as e:  # the viewer must work, with or without us
                 print(f'Book AI: no Ask AI panel in this E-book viewer: {e}', file=sys.stderr)
@@ -46,6 +46,7 @@ class BookAI(InterfaceActionBase):
         """Preferences → Plugins → Customize: the same settings as the Book AI menu's."""
         # late, as everything here: see the module's docstring
         from calibre.gui2.ui import get_gui
+        # on use: importing the plugin costs nothing
         from calibre_plugins.bookai.gui.settings_dialog import SettingsWidget
         gui = get_gui()
         return SettingsWidget(gui.current_db.new_api if gui is not None else None)
@@ -56,5 +57,5 @@ class BookAI(InterfaceActionBase):
     def cli_main(self, argv: list[str]) -> NoReturn:
         """calibre-debug -r "Book AI" -- COMMAND (see cli.py)."""
         # late, as everything here: see the module's docstring
-        from calibre_plugins.bookai.cli import main
+        from calibre_plugins.bookai.cli import main  # on use: importing the plugin costs nothing
         sys.exit(main(argv[1:]))

@@ -53,16 +53,17 @@ from typing import TYPE_CHECKING, TextIO
 
 from calibre_plugins.bookai.conversation.actions import find_action, library_actions
 from calibre_plugins.bookai.conversation.conversation import Conversation
-from calibre_plugins.bookai.conversation.history import NotKept
+from calibre_plugins.bookai.conversation.history import ConversationNotKept
 from calibre_plugins.bookai.conversation.library import BookLibrary
-from calibre_plugins.bookai.conversation.question import Question, book_question, library_book_text, library_question
-from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.conversation.question import (
+    MEANING_FAILED, Question, book_question, by_meaning, library_book_text, library_question, meaning,
+)
+from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.messages import (
     Answer, Chunk, Done, Failed, Message, ReasoningDelta, TextDelta, estimated_tokens,
 )
-from calibre_plugins.bookai.core import printable
-from calibre_plugins.bookai.core.printable import inert
+from calibre_plugins.bookai.core.printable import CONTROL, inert
 from calibre_plugins.bookai.core.web_links import kept_links
 from calibre_plugins.bookai.grounding.citations import citations
 from calibre_plugins.bookai.grounding.extract import UnreadableBook
@@ -71,7 +72,8 @@ from calibre_plugins.bookai.grounding.library_search import (
     LibraryExcerpt, LibrarySearchError, fts_message, library_citations,
 )
 from calibre_plugins.bookai.grounding.reading_position import saved_position
-from calibre_plugins.bookai.grounding.scopes import Excerpt, NoPlace
+from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
+from calibre_plugins.bookai.grounding.scopes import Excerpt, NoPlace, check_place
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.options import Option
 from calibre_plugins.bookai.providers.registry import (
@@ -86,6 +88,7 @@ if TYPE_CHECKING:
 
     from calibre_plugins.bookai.core.images import ImageResult
     from calibre_plugins.bookai.covers.styles import CoverStyle
+    from calibre_plugins.bookai.grounding.index import Index
 
 load_translations()
 
@@ -97,18 +100,12 @@ STOPPED = 130  # Ctrl-C, by the shell's convention (128 + SIGINT)
 # What json.dumps(ensure_ascii=False) leaves raw and a terminal or a JSON-lines reader may obey: what
 # core/printable.py makes inert (json.dumps has written C0 as \u escapes already), and the line and
 # paragraph separators. Written as JSON's \u escapes, so the value read back is the same.
-JSON_RAW = re.compile(f'{printable.CONTROL.pattern[:-1]}\u2028\u2029]')
-
-
-def shown(text: str) -> str:
-    """text with its control characters visible and inert (core/printable.py): ESC as \\x1b,
-    U+009B as \\x9b, a right-to-left override as \\u202e."""
-    return inert(text)
+JSON_RAW = re.compile(f'{CONTROL.pattern[:-1]}\u2028\u2029]')
 
 
 def say(stream: TextIO, text: str = '', end: str = '\n') -> None:
     """Print text (from anywhere) on the command line's output: the one writer of plain output."""
-    stream.write(shown(text) + end)
+    stream.write(inert(text) + end)  # nothing from outside obeyed (core/printable.py)
     stream.flush()
 
 
@@ -402,7 +399,7 @@ def keep(library: BookLibrary, conv: Conversation) -> bool:
     (the answer was printed already) and return False."""
     try:
         library.history.save(conv)
-    except NotKept as e:
+    except ConversationNotKept as e:
         say(sys.stderr, _('The conversation could not be kept in the History: {error}').format(error=e))
         return False
     return True
@@ -439,10 +436,13 @@ def ask(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
         text = action.prompt(conv.books)
     else:
         text = args.prompt
-    question = Question(text) if args.scope == 'metadata' else with_book_text(library, args, text)
+    # the provider ranks passages by meaning where the settings say so, as in the windows; --show-sent
+    # needs none, and ranks by words when none is set up
+    provider = ranking_provider(args) if args.show_sent else provider_for(args)
+    question = Question(text) if args.scope == 'metadata' else with_book_text(library, args, text, provider)
     if args.show_sent:
         return show_sent(question.messages(conv), stdout)
-    provider = provider_for(args)
+    assert provider is not None
     # no places are kept with the command line's turns: their citations are printed, not linked
     messages = conv.ask(question.text, question.passages, question.spoiler_safe)
     answer, kept = answer_and_keep(library, conv, provider, messages, args, stdout)
@@ -453,10 +453,13 @@ def ask(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
     return OK if kept else NOT_WRITTEN
 
 
-def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str) -> Question:
+def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str,
+                   provider: AIProviderPlugin | None = None) -> Question:
     """The question with the passages of the book that --scope sends, from the format
     choose_format() picks: EPUB and KEPUB read directly, other formats converted by calibre in
-    this process, once (the text is kept in the text cache)."""
+    this process, once (the text is kept in the text cache). Ranked by meaning too when
+    by_meaning(provider) says so, and within the reader's "Book text per question, at most",
+    as the windows do (conversation/question.py)."""
     if len(args.book) != 1:
         raise Exit(USAGE, _('Book text can be sent about one book at a time.'))
     if args.scope == 'selection' and not args.text:
@@ -482,12 +485,31 @@ def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str) ->
     if position is None and args.scope != 'book':
         position = saved_position(db.format_abspath(book_id, fmt), book)
     try:
-        return book_question(text, args.scope, book, index, position, args.text or '')
+        check_place(args.scope, position)  # before anything is embedded: nothing goes without a place
+        vectors = book_meaning(provider, args.scope, index, text)
+        return book_question(text, args.scope, book, index, position, args.text or '', None, *vectors)
     except NoPlace:
         raise Exit(USAGE, _('Book AI does not know where you are in this book, so it cannot keep to what you have '
                             'read: give your place with --position FRACTION, or open the book in calibre\'s E-book '
                             'viewer, which saves it when you close the book. Or use --scope book. Nothing was '
                             'sent.')) from None
+
+
+def book_meaning(provider: AIProviderPlugin | None, scope: str, index: 'Index',
+                 text: str) -> tuple[EmbeddingIndex, list[float]] | tuple[()]:
+    """What the passages are ranked by meaning with, when the settings say so (by_meaning());
+    () for words alone, said on standard error when ranking by meaning failed."""
+    if provider is None or not by_meaning(provider, scope):
+        return ()
+    cancel = CancelToken()
+    try:
+        with ctrl_c_cancels(cancel):
+            return meaning(provider, index, text, cancel=cancel)
+    except Cancelled:
+        raise Exit(STOPPED, _('Stopped.')) from None
+    except ProviderError as e:
+        say(sys.stderr, MEANING_FAILED.format(error=e))
+        return ()
 
 
 def show_sent(messages: list[Message], stdout: TextIO) -> int:
@@ -561,6 +583,14 @@ def ask_library(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) 
         raise Exit(PROVIDER_ERROR, answer.failed.message)
     show_library_citations(answer.text, question.excerpt, args.json, stdout)
     return OK if kept else NOT_WRITTEN
+
+
+def ranking_provider(args: argparse.Namespace) -> AIProviderPlugin | None:
+    """provider_for(), or None when none is ready (--show-sent: then passages rank by words)."""
+    try:
+        return provider_for(args)
+    except Exit:
+        return None
 
 
 def provider_for(args: argparse.Namespace) -> AIProviderPlugin:
@@ -653,7 +683,7 @@ def snippet(text: str, size: int = 100) -> str:
 
 
 def cmd_import_calibre(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
-    from calibre_plugins.bookai.from_calibre import settings as calibre_settings  # this command only
+    from calibre_plugins.bookai.from_calibre import carry_over as calibre_settings  # this command only
     found = calibre_settings.read(libraries=args.library)
     for line in found.summary().splitlines():
         say(stdout, line)
@@ -692,9 +722,10 @@ def cmd_cover(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
 
 
 def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
+    # the cover commands only: the others start without the covers
     from calibre_plugins.bookai.covers.library import BookGone, NotReplaced, library_id_of, replace_cover, undo_cover
     from calibre_plugins.bookai.covers.prompt import choices_from_prefs, cover_prompts
-    from calibre_plugins.bookai.covers.undo import CoverUndo, NotKept
+    from calibre_plugins.bookai.covers.undo import CoverUndo, UndoNotKept
     db, book_id = library.db, args.book
     if not library.has_book(book_id):
         raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=book_id))
@@ -736,6 +767,7 @@ def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int
         say(stdout, _('The cover ({kind}, {width}x{height}) is in {path}.').format(
             kind=result.image.extension.upper(), width=result.image.width, height=result.image.height, path=args.out))
     if args.apply:
+        # the cover commands only: the others start without the covers
         from calibre_plugins.bookai.core.images import decode_images
         # decoded by Book AI itself in calibre's worker, bounded, and written anew: only that goes into the library
         (decoded,) = decode_images([data], [_('The image {provider} sent').format(provider=provider.display_name)],
@@ -746,7 +778,7 @@ def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int
             replace_cover(db, library_id, book_id, decoded, undo)
         except BookGone as e:
             raise Exit(USAGE, str(e)) from None
-        except (NotKept, NotReplaced) as e:
+        except (UndoNotKept, NotReplaced) as e:
             raise Exit(NOT_WRITTEN, str(e)) from None
         say(stdout, _('The new cover is on book {id}; "cover --undo" puts the old one back.').format(id=book_id))
     return OK
@@ -754,7 +786,7 @@ def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int
 
 def cover_style(name: str) -> 'CoverStyle':
     """The cover style --style names: by its key or its name as shown, in any case."""
-    from calibre_plugins.bookai.covers.styles import all_styles
+    from calibre_plugins.bookai.covers.styles import all_styles  # the cover commands only
     wanted = ' '.join(name.split()).casefold()
     for s in all_styles():
         if wanted in (s.name.casefold(), ' '.join(s.human_name.split()).casefold()):
@@ -766,7 +798,8 @@ def cover_style(name: str) -> 'CoverStyle':
 def image_provider_for(args: argparse.Namespace) -> AIProviderPlugin:
     """The provider named by --provider, else the image provider chosen in the settings; one that
     makes images and is ready to use."""
-    from calibre_plugins.bookai.providers.base import Capability
+    from calibre_plugins.bookai.providers.base import Capability  # the cover commands only
+    # the cover commands only
     from calibre_plugins.bookai.providers.registry import image_provider, image_provider_names
     provider = provider_named(args.provider) if args.provider else image_provider()
     if provider is None:
@@ -783,7 +816,6 @@ def image_provider_for(args: argparse.Namespace) -> AIProviderPlugin:
 
 def make_image(provider: AIProviderPlugin, prompt: str, aspect: str) -> 'ImageResult':
     """The image provider makes for prompt; Ctrl-C stops it."""
-    from calibre_plugins.bookai.core.cancel import Cancelled
     cancel = CancelToken()
     try:
         with ctrl_c_cancels(cancel):

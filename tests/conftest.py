@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from calibre.utils.config import JSONConfig
     from qt.core import QApplication
 
+    from helpers.peers import LlamaServer
+
 pytest_plugins = ('helpers.keyring_bus',)  # session_bus, gnome_keyring, no_session_bus
 
 
@@ -95,10 +97,12 @@ NOT_QUICK_FIXTURES = {
     'qapp': 'a Qt application',
     'sandbox': "calibre's programs, run in a calibre of the test's own",
     'session_bus': 'a D-Bus session bus (and GNOME Keyring)',
+    'tiny': "llama.cpp's server with the tiny model",
 }
 # helpers that start something, named in a test's code, its fixtures' or the functions they call
 NOT_QUICK_HELPERS = {
-    'helpers.peers': {'LlamaServer', 'AiMock', 'sdk_python', 'use_sdks', 'sdk_dir', 'peer_path', 'peers_dir'},
+    'helpers.peers': {'LlamaServer', 'AiMock', 'sdk_python', 'use_sdks', 'sdk_dir', 'peer_path', 'peers_dir',
+                      'tiny_server', 'RecordingProxy'},
     'helpers.sandbox': {'Sandbox'},
 }
 QT_MODULES = ('qt.', 'PyQt')  # a Qt class named in a test's code: it runs Qt
@@ -232,6 +236,18 @@ def cli(sandbox: Sandbox, plugin_zip: Path) -> Callable[..., Result]:
     def run(*args, stdin=None, env=None):
         return sandbox.run(['calibre-debug', '-r', 'Book AI', '--'] + list(args), input=stdin, env=env)
     return run
+
+
+@pytest.fixture(scope='module')
+def tiny(request: pytest.FixtureRequest) -> Iterator['LlamaServer']:
+    """llama-server with the tiny model (helpers.peers.tiny_server), one for the test module, as
+    the module says: TINY_TOKENS (the most tokens of an answer; the server's default when not
+    said), TINY_CONTEXT (4096), TINY_ARGS (more arguments)."""
+    from helpers.peers import tiny_server
+    m = request.module
+    with tiny_server(getattr(m, 'TINY_TOKENS', None), getattr(m, 'TINY_CONTEXT', 4096),
+                     *getattr(m, 'TINY_ARGS', ())) as server:
+        yield server
 
 
 @pytest.fixture

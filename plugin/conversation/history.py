@@ -5,7 +5,7 @@
 A file that cannot be read is never deleted or overwritten: it is renamed to
 *.damaged beside the others, and the list reports it, so nothing is lost silently.
 A conversation that cannot be saved (the folder is a file, the disk is full, it is
-not writable) raises NotKept, whose text says why: the callers say it, and keep the
+not writable) raises ConversationNotKept, whose text says why: the callers say it, and keep the
 conversation they hold; what was saved before is left as it was.
 """
 
@@ -23,7 +23,7 @@ from calibre_plugins.bookai.core.files import read_regular, set_aside, write_pri
 load_translations()
 
 
-class NotKept(OSError):
+class ConversationNotKept(OSError):
     """A conversation could not be saved; str() says why, in words."""
 
     def __str__(self) -> str:
@@ -59,14 +59,14 @@ class History:
         return os.path.join(self.library_folder(library_id), safe_name(conversation_id) + '.json')
 
     def save(self, conv: Conversation) -> None:
-        """Keep conv, replacing its earlier copy at once or not at all. Raises NotKept."""
+        """Keep conv, replacing its earlier copy at once or not at all. Raises ConversationNotKept."""
         if not conv.turns:
             return  # nothing said yet: nothing to keep
         path = self.path(conv.library_id, conv.id)
         try:
             write_private(path, json.dumps(conv.as_dict(), ensure_ascii=False, indent=1))
         except OSError as e:
-            raise NotKept(e.errno, e.strerror or str(e), e.filename or path) from None
+            raise ConversationNotKept(e.errno, e.strerror or str(e), e.filename or path) from None
 
     def load(self, library_id: str | None, conversation_id: str) -> Conversation | None:
         """The conversation, or None if it is gone. Raises ValueError (and sets the file aside) if damaged."""

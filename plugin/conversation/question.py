@@ -11,8 +11,10 @@ the reader's place, and what the reader is to be told; its messages() in a
 conversation are exactly what is sent.
 
 Nothing here waits on a window: the callers read the book's text, rank by
-meaning in a thread (when by_meaning() says so), ask the reader's consent, and
-say in their own words why nothing was sent (NoPlace, LibrarySearchError).
+meaning (meaning(), in a thread in the windows, when by_meaning() says so), ask
+the reader's consent, and say in their own words why nothing was sent (NoPlace,
+LibrarySearchError). The reader's "Book text per question, at most" is read here,
+so the windows and the command line send the same passages for the same settings.
 """
 
 from collections.abc import Iterable
@@ -22,11 +24,12 @@ from typing import TYPE_CHECKING
 from calibre_plugins.bookai.conversation.prompts import library_block, passages_block
 from calibre_plugins.bookai.core.messages import Message
 from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
-from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
+from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook
 from calibre_plugins.bookai.grounding.index import Index
 from calibre_plugins.bookai.grounding.library_search import LibraryExcerpt, library_excerpt
-from calibre_plugins.bookai.grounding.scopes import DEFAULT_BUDGET, Excerpt, Place, excerpt
+from calibre_plugins.bookai.grounding.scopes import Excerpt, Place, excerpt
 from calibre_plugins.bookai.providers.base import Capability
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
@@ -61,14 +64,30 @@ def by_meaning(provider: 'AIProviderPlugin', scope: str) -> bool:
             and bool(provider.capabilities & Capability.EMBEDDINGS))
 
 
+def meaning(provider: 'AIProviderPlugin', index: Index, question: str, kept: EmbeddingIndex | None = None,
+            cancel: CancelToken | None = None) -> tuple[EmbeddingIndex, list[float]]:
+    """What book_question() ranks by meaning with: the book's passages embedded by provider (kept,
+    when it was made for these passages) and the question's vector. Raises ProviderError, or
+    Cancelled on Stop; the caller then ranks by words, and says so (MEANING_FAILED)."""
+    ei = kept if kept is not None and kept.matches(index.passages) else EmbeddingIndex.build(
+        provider, index.passages, cancel=cancel)
+    return ei, embed_question(provider, ei, question, cancel)
+
+
+MEANING_FAILED = _('Passages could not be ranked by meaning ({error}); they are ranked by their words.')
+
+
 def book_question(text: str, scope: str, book: Book, index: Index | None = None, position: float | None = None,
-                  selection: str = '', budget: int = DEFAULT_BUDGET, embedding_index: EmbeddingIndex | None = None,
+                  selection: str = '', budget: int | None = None, embedding_index: EmbeddingIndex | None = None,
                   question_vector: list[float] | None = None) -> Question:
     """text, with the passages of book that scope sends (grounding.scopes): position is the
-    reader's place (a fraction of the book, or None), selection the text selected. With an
+    reader's place (a fraction of the book, or None), selection the text selected, budget the
+    most tokens of them (default: the reader's "Book text per question, at most"). With an
     embedding_index of the book's passages and the question's vector, they are ranked by
     meaning too. When none fits, only the book's details go, and the reader is told. Raises
     NoPlace when the scope keeps to the reader's place and none is known: nothing is sent."""
+    if budget is None:
+        budget = plugin_prefs()['book_text_budget']
     ex = excerpt(book, scope, text, position, selection, budget, index, embedding_index, question_vector)
     if not ex.passages:
         return Question(text, notices=(_('No passage of the book fits this question there; only the book\'s '

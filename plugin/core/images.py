@@ -32,13 +32,12 @@ from dataclasses import dataclass, field
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.errors import ProtocolError, ProviderError, TooLarge
+from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular
 from calibre_plugins.bookai.core.messages import Usage
 from calibre_plugins.bookai.core.printable import inert, one_line
-from calibre_plugins.bookai.core.web_links import shown
 
 load_translations()
 
-MIME_TYPES = ('image/png', 'image/jpeg', 'image/webp', 'image/gif')
 EXTENSIONS = {'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp', 'image/gif': 'gif'}
 
 # calibre's cover shapes (width:height) as the reader chooses them; 2:3 is a printed book's
@@ -104,7 +103,7 @@ def said(text: object, most: int = MOST_SAID_CHARS) -> str:
     control characters shown inert, at most `most` characters."""
     if not isinstance(text, str):
         return ''
-    text = shown(text[:most * 4])
+    text = one_line(text[:most * 4])
     return text if len(text) <= most else text[:most] + '…'
 
 
@@ -697,7 +696,6 @@ def loaded(source: Source, image: str) -> bytes | None:
     """The bytes of a source: bytes as they are, a path's file (a regular file only, opened
     without waiting, at most limits.MAX_IMAGE_BYTES), what a callable gives; None for none.
     Raises NotAnImage or TooLarge in a sentence."""
-    from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular
     try:
         data = source() if callable(source) else source
         if isinstance(data, str):
@@ -724,7 +722,7 @@ def decode_images(sources: list[Source], names: list[str], cover: bool, side: in
     sentence when it cannot be used; None for a source that is None. From a thread or the command
     line, never the GUI thread. abort: anything with is_set(), which stops the worker (what was
     not decoded then says so)."""
-    from calibre_plugins.bookai.core import isolated
+    from calibre_plugins.bookai.core import isolated  # on use: it imports calibre's worker machinery
     box = cover_box() if cover else None
     out: list[Decoded | None] = [None] * len(sources)
     batch: list[tuple[int, bytes, str]] = []

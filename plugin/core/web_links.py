@@ -36,12 +36,6 @@ from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.messages import WebLink
 from calibre_plugins.bookai.core.printable import one_line
 
-def shown(text: str) -> str:
-    """text on one line, its control characters visible and inert: ESC as \\x1b, U+202E as
-    \\u202e (core/printable.py)."""
-    return one_line(text)
-
-
 def is_web_address(url: str) -> bool:
     """Whether url is a web page's address that may be opened: http or https, with a host, of at
     most limits.MAX_WEB_LINK_URL_CHARS characters, with no space or unprintable character in it."""
@@ -210,17 +204,17 @@ USERINFO = re.compile(r'(?<=://)[^/?#]*@')  # the user:password@ of an address, 
 def shown_address(url: str) -> str:
     """Any address (a web page's, a service's, one a service redirects to) as it may be printed
     or shown: without user:password@, its host as shown_host() (a look-alike as punycode), its
-    control characters shown (shown()); otherwise as it is."""
+    control characters shown (one_line()); otherwise as it is."""
     try:
         parts = urlsplit(url)
         host = parts.hostname or ''
         parts.port  # noqa: B018 (ValueError for a port that is not one)
     except ValueError:
-        return shown(USERINFO.sub('', url))
+        return one_line(USERINFO.sub('', url))
     display = shown_host(host) if host and is_host(host) else host
     if '@' not in parts.netloc and display == host:
-        return shown(url)
-    return shown(urlunsplit(parts._replace(netloc=netloc_of(parts, display) if host else '')))
+        return one_line(url)
+    return one_line(urlunsplit(parts._replace(netloc=netloc_of(parts, display) if host else '')))
 
 
 # An address among words (a page titled by its own address): shown as shown_address() shows it
@@ -229,9 +223,9 @@ ADDRESS_IN_WORDS = re.compile(r'\b[a-z][a-z0-9+.-]{1,15}://[^\s<>"]+', re.IGNORE
 
 def shown_in_words(text: str) -> str:
     """Words from outside that may name addresses (a page's title, a service's message) as they
-    may be shown: shown(), and every address in them as shown_address() shows it (no
+    may be shown: one_line(), and every address in them as shown_address() shows it (no
     user:password@, a look-alike host as punycode)."""
-    return shown(ADDRESS_IN_WORDS.sub(lambda m: shown_address(m.group()), text))
+    return one_line(ADDRESS_IN_WORDS.sub(lambda m: shown_address(m.group()), text))
 
 
 def site(url: str) -> str:
@@ -241,13 +235,13 @@ def site(url: str) -> str:
         host = urlsplit(url).hostname or ''
     except ValueError:
         return ''
-    return shown(shown_host(host)) if host and is_host(host) else ''
+    return one_line(shown_host(host)) if host and is_host(host) else ''
 
 
 def kept_links(links: Iterable[object]) -> tuple[tuple[WebLink, ...], int]:
     """The pages of links as an answer keeps them, and how many others were left out: each
     address once, web addresses only (is_web_address()) as web_address() keeps them (no
-    user:password@, a look-alike host as punycode), titles shown() and cut at
+    user:password@, a look-alike host as punycode), titles one_line() and cut at
     limits.MAX_WEB_LINK_TITLE_CHARS, at most limits.MAX_WEB_LINKS pages. Anything in links that
     is not a WebLink of text is left out too."""
     kept: list[WebLink] = []

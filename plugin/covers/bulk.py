@@ -1,7 +1,7 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Covers for many books: made a few at a time, staged for review, never written to the library here.
 
-run_covers() is the whole run, without Qt: the calibre job (main_window/covers.py wraps it in
+run_covers() is the whole run, without Qt: the calibre job (main_window/cover_actions.py wraps it in
 calibre's ThreadedJob) and the benchmark call it the same way. It sends at most `at_once`
 requests at a time (1 to 8), each in a thread of its own; Stop (the CancelToken) ends the
 requests under way and starts no more: every book not made by then is 'stopped'. Each image
@@ -24,7 +24,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
@@ -33,9 +33,7 @@ from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular, 
 from calibre_plugins.bookai.core.images import EXTENSIONS, ImageResult
 from calibre_plugins.bookai.core.messages import Cost
 from calibre_plugins.bookai.core.printable import one_line
-
-if TYPE_CHECKING:
-    from calibre_plugins.bookai.covers.prompt import CoverChoices
+from calibre_plugins.bookai.covers.prompt import CoverChoices, cover_prompts
 
 load_translations()
 
@@ -96,7 +94,6 @@ def book_requests(db, book_ids: Iterable[int], choices: 'CoverChoices', abort: A
     templates): each prompt built by covers.prompt.cover_prompts() from the book's metadata and
     choices, every book's templates evaluated in one calibre worker. abort: what stops that worker
     (an Event, or the run's CancelToken). From a thread or the command line only."""
-    from calibre_plugins.bookai.covers.prompt import cover_prompts
     ids = [book_id for book_id in book_ids if db.has_id(book_id)]
     books = [db.get_metadata(book_id) for book_id in ids]
     prompts, notes = cover_prompts(books, choices, abort=abort)

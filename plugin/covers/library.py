@@ -88,7 +88,7 @@ def check_new_cover(db: 'Cache', book_id: int, cover: Decoded) -> None:
 def replace_cover(db: 'Cache', library_id: str, book_id: int, cover: Decoded, undo: CoverUndo) -> None:
     """Make cover (Book AI's own JPEG, core.images.decode_images) the book's cover, after keeping
     the cover it had in undo; read back and checked. Raises BookGone when the book is no longer
-    in the library, undo.NotKept when the old cover could not be kept (nothing is replaced then),
+    in the library, undo.UndoNotKept when the old cover could not be kept (nothing is replaced then),
     NotReplaced (a sentence) when the new cover is not one Book AI decoded or could not be
     written: the old cover is then back, or, when even that failed, kept for Undo."""
     if not isinstance(cover, Decoded) or not cover.ok or not cover.jpeg:

@@ -190,7 +190,7 @@ def evaluate_texts(books: Sequence['Metadata'], templates: dict[str, str] | None
                            'is shown as it is. It is used when the cover is made.').format(field=field_word(key)))
     if not wanted or not books:
         return EvaluatedTexts(plain, notes)
-    from calibre_plugins.bookai.core import isolated
+    from calibre_plugins.bookai.core import isolated  # on use: it imports calibre's worker machinery
     evaluations = len(wanted) * len(books)
     seconds = min(TEMPLATES_MOST_SECONDS, 2 + TEMPLATE_SECONDS * evaluations)
     try:
@@ -261,7 +261,7 @@ def evaluate_in_worker(books: list[dict], templates: dict[str, str], allow_code:
     each template, status 'ok' (text: what it gave), 'failed' (text: calibre's words) or 'slow'
     (it ran out of seconds_each; the same template is then not tried for the next books).
     allow_code: whether Python templates may run (never for a preview)."""
-    from calibre_plugins.bookai.core import isolated
+    from calibre_plugins.bookai.core import isolated  # on use: it imports calibre's worker machinery
     isolated.bounded_here()
     if not allow_code:
         refuse_python()

@@ -46,7 +46,7 @@ class KeptCover(NamedTuple):
     entry: str = ''     # which entry holds it (for forget())
 
 
-class NotKept(Exception):
+class UndoNotKept(Exception):
     """The old cover could not be kept for Undo (said in a sentence): it is not replaced."""
 
 
@@ -95,9 +95,9 @@ class CoverUndo:
 
     def keep(self, library_id: str, book_id: int, old: bytes | None) -> str:
         """Keep the cover a book had (None: it had none) as its newest entry; the oldest beyond
-        MAX_PER_BOOK are forgotten. Returns the entry's name. Raises NotKept, in words."""
+        MAX_PER_BOOK are forgotten. Returns the entry's name. Raises UndoNotKept, in words."""
         if old is not None and len(old) > MAX_ENTRY_BYTES:
-            raise NotKept(_('The current cover is larger than {megabytes} MB, too large to keep for Undo, so it '
+            raise UndoNotKept(_('The current cover is larger than {megabytes} MB, too large to keep for Undo, so it '
                             'was not replaced.').format(megabytes=MAX_ENTRY_BYTES // 2 ** 20))
         folder = self.book_folder(library_id, book_id)
         when = time.time()
@@ -113,7 +113,7 @@ class CoverUndo:
         try:
             write_private(os.path.join(folder, name), blob)
         except OSError as e:
-            raise NotKept(_('The current cover could not be kept for Undo in {folder}, so it was not replaced: '
+            raise UndoNotKept(_('The current cover could not be kept for Undo in {folder}, so it was not replaced: '
                             '{reason}').format(folder=folder, reason=e.strerror or e)) from None
         for old_name in self.entries(library_id, book_id)[:-MAX_PER_BOOK]:
             self._remove(os.path.join(folder, old_name))

@@ -44,10 +44,6 @@ load_translations()
 
 BLOCKS = frozenset('p h1 h2 h3 h4 h5 h6 li blockquote pre dt dd td th figcaption caption'.split())
 CONTAINERS = frozenset('div section article aside body main header footer nav'.split())
-OPF_NS = 'http://www.idpf.org/2007/opf'
-NCX_NS = 'http://www.daisy.org/z3986/2005/ncx/'
-XHTML_NS = 'http://www.w3.org/1999/xhtml'
-EPUB_NS = 'http://www.idpf.org/2007/ops'
 # inside a paragraph, these end a line or a block: their place becomes a space, not nothing
 SEPARATORS = BLOCKS | CONTAINERS | frozenset('br hr tr table ul ol dl figure'.split())
 SKIPPED_TAGS = frozenset(('script', 'style', 'head'))

@@ -110,7 +110,7 @@ def convert_to_epub(src: str | PathLike, dest: str | PathLike) -> None:
 def convert_in_worker(src: str, dest: str) -> str:
     """convert_here(src, dest), in calibre's worker process (run by convert_to_epub, through
     core.isolated.run): bounded first. '' when done, else the UnreadableBook's sentence."""
-    from calibre_plugins.bookai.core import isolated
+    from calibre_plugins.bookai.core import isolated  # on use: it imports calibre's worker machinery
     isolated.bounded_here()
     memory = int(os.environ.get('BOOKAI_WORKER_MEMORY') or CONVERSION_MEMORY)
     start = isolated.process_memory('VmHWM') or 0

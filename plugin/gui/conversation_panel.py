@@ -32,10 +32,10 @@ from qt.core import (
 from calibre_plugins.bookai.conversation.conversation import Conversation, usage_text
 from calibre_plugins.bookai.conversation.notes import conversation_markdown
 from calibre_plugins.bookai.conversation.prompts import passage_texts
-from calibre_plugins.bookai.conversation.question import Question, book_question, by_meaning
+from calibre_plugins.bookai.conversation.question import MEANING_FAILED, Question, book_question, by_meaning, meaning
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import Answer, Chunk, Done, Failed, ReasoningDelta, TextDelta
-from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
+from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
 from calibre_plugins.bookai.grounding.scopes import NoPlace, Place, check_place
 from calibre_plugins.bookai.gui.book_text import BookText
 from calibre_plugins.bookai.gui.chat import ChatView, citing, link, sent_note
@@ -45,7 +45,6 @@ from calibre_plugins.bookai.gui.passages import (
 from calibre_plugins.bookai.gui.preview import PreviewDialog, needs_confirmation
 from calibre_plugins.bookai.gui.worker import run_in_thread, stream_in_thread
 from calibre_plugins.bookai.providers.registry import PROVIDERS, chosen_provider, get_provider
-from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.providers.base import AIProviderPlugin
@@ -298,7 +297,7 @@ class ConversationPanel(QWidget):
             selection = self.grounding.selection() if self.grounding.selection else ''
             try:
                 q = book_question(question, scope, text.book, text.index, self.position(text, scope), selection,
-                                  plugin_prefs()['book_text_budget'], embedding_index, question_vector)
+                                  embedding_index=embedding_index, question_vector=question_vector)
             except NoPlace:
                 self.say_no_place()
                 return self.give_back(typed)
@@ -335,17 +334,14 @@ class ConversationPanel(QWidget):
         kept = text.meaning
 
         def work() -> tuple[EmbeddingIndex, list[float]]:
-            ei = kept if kept is not None and kept.matches(text.index.passages) else EmbeddingIndex.build(
-                provider, text.index.passages, cancel=cancel)
-            return ei, embed_question(provider, ei, question, cancel)
+            return meaning(provider, text.index, question, kept, cancel)
 
         def done(result: tuple[EmbeddingIndex, list[float]] | None, exc: BaseException | None) -> None:
             if not self.stop_waiting(token):
                 return
             self.loading_cancel = None
             if exc is not None:
-                self.show_notice(_('Passages could not be ranked by meaning ({error}); they are ranked by their '
-                                   'words.').format(error=exc))
+                self.show_notice(MEANING_FAILED.format(error=exc))
                 return then()
             text.meaning = result[0]
             then(*result)

@@ -33,7 +33,7 @@ from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.images import ASPECTS, Decoded, Image, ImageResult, decode_images
 from calibre_plugins.bookai.core.messages import Cost, Usage
-from calibre_plugins.bookai.core.web_links import shown
+from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.covers import styles
 from calibre_plugins.bookai.covers.prompt import (
     CoverChoices, CoverTexts, choices_from_prefs, cover_prompt, evaluate_texts, refine_prompt, remember,
@@ -128,6 +128,7 @@ def provider_problem(provider: 'AIProviderPlugin | None') -> str:
 
 def chosen_image_provider() -> 'AIProviderPlugin | None':
     """The image provider of the settings, with the user's settings; None when none is chosen."""
+    # on use: the settings or a provider only when asked for
     from calibre_plugins.bookai.providers.registry import image_provider
     try:
         return image_provider()
@@ -425,6 +426,7 @@ class ProviderMissing(QWidget):
 
 def default_settings_opener(parent: QWidget) -> Callable[[], None]:
     def open_settings() -> None:
+        # on use: the settings or a provider only when asked for
         from calibre_plugins.bookai.gui.settings_dialog import show_settings
         show_settings(parent, None, tab='covers')
     return open_settings
@@ -721,7 +723,7 @@ class CoverDialog(CoverWindow):
         elif exc is not None:
             text = _('The cover could not be made: {error}').format(error=f'{type(exc).__name__}: {exc}')
         self.status.setStyleSheet(f'QLabel {{ color: {ERROR_COLOR} }}' if not isinstance(exc, Cancelled) else '')
-        self.status.setText(shown(text))
+        self.status.setText(one_line(text))
         if self.image is None:
             self.view.set_message(_('The cover appears here. Nothing is sent before you click Generate.'))
         self.update_state()
@@ -733,7 +735,7 @@ class CoverDialog(CoverWindow):
         parts = []
         if r is not None:
             if r.model:
-                parts.append(_('Model: {model}').format(model=shown(r.model)))
+                parts.append(_('Model: {model}').format(model=one_line(r.model)))
             parts.append(_('This image: {cost}').format(cost=cost_text(r.usage.cost, local)))
         if len(self.costs) > 1:
             parts.append(_('Total since this window opened: {cost}').format(

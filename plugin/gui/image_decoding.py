@@ -16,7 +16,8 @@ at all (a copy of bytes Book AI made).
 
 from typing import TYPE_CHECKING
 
-from calibre_plugins.bookai.core.images import Pixels
+from calibre_plugins.bookai.core.errors import ProviderError
+from calibre_plugins.bookai.core.images import Pixels, structure
 
 if TYPE_CHECKING:
     from qt.core import QImage
@@ -39,7 +40,7 @@ def decode_in_worker(jobs: list[tuple[bytes, str]], cover_box: tuple[int, int] |
     '' when decoded), 'jpeg' (the new baseline JPEG at most cover_box, when cover_box is given),
     'width' and 'height' (the JPEG's), 'pixels' ((width, height, bytes a row, RGB rows) at most
     side a side, when side > 0)."""
-    from calibre_plugins.bookai.core import isolated
+    from calibre_plugins.bookai.core import isolated  # on use: it imports calibre's worker machinery
     isolated.bounded_here()
     from qt.core import QImageReader
     if hasattr(QImageReader, 'setAllocationLimit'):  # Qt 6
@@ -56,8 +57,6 @@ def decode_in_worker(jobs: list[tuple[bytes, str]], cover_box: tuple[int, int] |
 def decode_one(data: bytes, name: str, cover_box: tuple[int, int] | None, side: int, quality: int) -> dict:
     from qt.core import QBuffer, QByteArray, QColor, QImage, QImageReader, QImageWriter, QIODevice, QPainter, QSize, Qt
 
-    from calibre_plugins.bookai.core.errors import ProviderError
-    from calibre_plugins.bookai.core.images import structure
     try:
         found = structure(data, name)
     except ProviderError as e:

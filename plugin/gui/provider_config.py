@@ -323,6 +323,7 @@ class ProviderConfigWidget(QWidget):
                 return self.show_status(str(exc), False)
             self.show_status('')
             self.model_picker.set_models(models)
+            # on use: the chooser is built when opened
             from calibre_plugins.bookai.gui.model_chooser import open_chooser
             d = self.chooser = open_chooser(models, self.model_picker.value(), provider.display_name, self,
                                             self.model_picker.set_value)

@@ -383,6 +383,7 @@ class StyleEditor(CheckedEditor):
         return self.template_edit.toPlainText().strip()
 
     def problem(self) -> str:
+        # on use: only when the reader does this
         from calibre_plugins.bookai.covers.styles import MAX_NAME, MAX_TEMPLATE
         if not self.name:
             return _('Please enter a name for the custom style.')
@@ -506,7 +507,7 @@ class SettingsWidget(QWidget):
     def import_from_calibre(self) -> None:
         """The import of calibre's AI settings; once something was carried over, the settings
         shown are read again (carried_over)."""
-        from calibre_plugins.bookai.gui.from_calibre import offer_on_demand
+        from calibre_plugins.bookai.gui.carry_over_offer import offer_on_demand  # on use: only when the reader does this
         path = getattr(getattr(self.db, 'backend', None), 'library_path', '')  # a library's new_api
         libraries = [path] if path else []
         if offer_on_demand(self, libraries):
@@ -1043,7 +1044,7 @@ class SettingsWidget(QWidget):
         if d.exec() != QDialog.DialogCode.Accepted:
             return
         taken = {st['name'] for st in self.saved_cover_styles}
-        from calibre_plugins.bookai.covers.styles import builtin_names
+        from calibre_plugins.bookai.covers.styles import builtin_names  # on use: only when the reader does this
         taken |= builtin_names()
         base = 'custom_' + d.name.lower().replace(' ', '_')
         name, counter = base, 1

@@ -102,6 +102,7 @@ class BookAIAction(InterfaceAction):
 
     def fill_quick_menu(self) -> None:
         # late: see the module's docstring
+        # on use: nothing of Book AI is imported until the reader opens it
         from calibre_plugins.bookai.conversation.actions import library_actions
         self.quick_menu.clear()
         for action in library_actions():
@@ -214,6 +215,7 @@ class BookAIAction(InterfaceAction):
     def library(self) -> 'BookLibrary':
         """The library calibre has open."""
         # late: see the module's docstring
+        # on use: nothing of Book AI is imported until the reader opens it
         from calibre_plugins.bookai.conversation.library import BookLibrary
         return BookLibrary(self.gui.current_db.new_api)
 
@@ -223,6 +225,7 @@ class BookAIAction(InterfaceAction):
         if not ids:
             return
         # late: see the module's docstring
+        # on use: nothing of Book AI is imported until the reader opens it
         from calibre_plugins.bookai.conversation.conversation import Conversation
         library = self.library()
         w = self.open_window(library, Conversation.about(library, ids))
@@ -231,12 +234,14 @@ class BookAIAction(InterfaceAction):
 
     def read_next(self) -> None:
         # late: see the module's docstring
+        # on use: nothing of Book AI is imported until the reader opens it
         from calibre_plugins.bookai.conversation.actions import find_action, library_actions
         action = find_action(library_actions(include_disabled=True), 'read_next')
         self.discuss(action=action)
 
     def ask_library(self) -> QWidget:
         # late: see the module's docstring
+        # on use: nothing of Book AI is imported until the reader opens it
         from calibre_plugins.bookai.conversation.books import answer_language
         from calibre_plugins.bookai.conversation.conversation import Conversation
         library = self.library()
@@ -245,12 +250,15 @@ class BookAIAction(InterfaceAction):
     def open_window(self, library: 'BookLibrary', conversation: 'Conversation') -> QWidget:
         """A window for a conversation: about books, or (about none) a question to the whole library."""
         # late: see the module's docstring
-        from calibre_plugins.bookai.gui.from_calibre import offer_on_first_use
+        # on use: nothing of Book AI is imported until the reader opens it
+        from calibre_plugins.bookai.gui.carry_over_offer import offer_on_first_use
         offer_on_first_use(self.gui, [self.gui.current_db.library_path])
         if conversation.books:
+            # on use: nothing of Book AI is imported until the reader opens it
             from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
             w = DiscussionWindow(library, conversation, self.gui, on_saved=self.refresh_books)
         else:
+            # on use: nothing of Book AI is imported until the reader opens it
             from calibre_plugins.bookai.main_window.ask_library import LibraryQuestionWindow
             w = LibraryQuestionWindow(library, conversation, self.gui.library_view.get_selected_ids(), self.gui)
         self.keep_window(w)
@@ -270,6 +278,7 @@ class BookAIAction(InterfaceAction):
 
     def show_history(self) -> None:
         # late: see the module's docstring
+        # on use: nothing of Book AI is imported until the reader opens it
         from calibre_plugins.bookai.main_window.history_window import HistoryWindow
         library = self.library()
         ids = self.gui.library_view.get_selected_ids()
@@ -280,15 +289,15 @@ class BookAIAction(InterfaceAction):
 
     def show_settings(self) -> None:
         # late: see the module's docstring
+        # on use: nothing of Book AI is imported until the reader opens it
         from calibre_plugins.bookai.gui.settings_dialog import show_settings
         show_settings(self.gui, self.gui.current_db.new_api)
 
-    # AI covers (main_window/covers.py, imported when one of them is chosen) {{{
+    # AI covers (main_window/cover_actions.py, imported when one of them is chosen) {{{
 
     def covers(self) -> 'ModuleType':
-        # late: see the module's docstring
-        from calibre_plugins.bookai.main_window import covers
-        return covers
+        from calibre_plugins.bookai.main_window import cover_actions  # late: see the module's docstring
+        return cover_actions
 
     def generate_cover(self) -> None:
         self.covers().generate_cover(self.gui)
@@ -312,6 +321,7 @@ class BookAIAction(InterfaceAction):
         only that folder's name is (covers.undo, a few lines of file handling, no AI)."""
         import os
 
+        # on use: nothing of Book AI is imported until the reader opens it
         from calibre_plugins.bookai.covers.undo import default_root
         enabled = False
         if os.path.isdir(default_root()):
@@ -324,7 +334,7 @@ class BookAIAction(InterfaceAction):
     def covers_if_used(self) -> 'ModuleType | None':
         """The covers' module when it was used in this session, else None (and nothing imported)."""
         import sys
-        return sys.modules.get('calibre_plugins.bookai.main_window.covers')
+        return sys.modules.get('calibre_plugins.bookai.main_window.cover_actions')
 
     # }}}
 

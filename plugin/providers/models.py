@@ -16,7 +16,7 @@ Model.price() gives as None, and shown as unknown), dates and context lengths th
 numbers.
 
 With no model set, the newest model of the chosen tier is used (model_for_tier), unless the
-provider chooses its own way (OpenRouter: openai_chat.py).
+provider chooses its own way (OpenRouter: openrouter.py).
 """
 
 import hashlib

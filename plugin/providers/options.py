@@ -56,7 +56,7 @@ class Option:
                 return True
             if low in ('0', 'false', 'no', 'off'):
                 return False
-            raise ValueError(_('"{value}" is not yes or no').format(value=shown(text)))
+            raise ValueError(_('"{value}" is not yes or no').format(value=quoted(text)))
         if self.kind == 'headers':
             return self.check(parse_headers(text))
         return self.check(text)
@@ -73,12 +73,12 @@ class Option:
             return float(value) if kind == 'float' else value
         if kind == 'bool':
             if type(value) is not bool:
-                raise ValueError(_('"{value}" is not yes or no').format(value=shown(value)))
+                raise ValueError(_('"{value}" is not yes or no').format(value=quoted(value)))
             return value
         if kind == 'choice':
             if not isinstance(value, str) or value not in {v for v, label in self.choices}:
                 raise ValueError(_('"{value}" is not one of: {choices}').format(
-                    value=shown(value), choices=', '.join(v for v, label in self.choices)))
+                    value=quoted(value), choices=', '.join(v for v, label in self.choices)))
             return value
         if kind == 'headers':
             return parse_headers(value)
@@ -87,11 +87,11 @@ class Option:
                 raise ValueError(_('An API key is one line of letters, digits and signs, with no space'))
             return value
         if not isinstance(value, str):
-            raise ValueError(_('"{value}" is not text').format(value=shown(value)))
+            raise ValueError(_('"{value}" is not text').format(value=quoted(value)))
         if kind == 'url':
             return check_url(value)
         if any(not c.isprintable() for c in value):
-            raise ValueError(_('"{value}" has a line break or a control character').format(value=shown(value)))
+            raise ValueError(_('"{value}" has a line break or a control character').format(value=quoted(value)))
         return value
 
     def out_of_range(self, value: object) -> str:
@@ -100,12 +100,12 @@ class Option:
         high = '' if self.maximum is None else f'{self.maximum:g}'
         if self.kind == 'int':
             return _('"{value}" is not a whole number from {minimum} to {maximum}').format(
-                value=shown(value), minimum=low, maximum=high)
+                value=quoted(value), minimum=low, maximum=high)
         return _('"{value}" is not a number from {minimum} to {maximum}').format(
-            value=shown(value), minimum=low, maximum=high)
+            value=quoted(value), minimum=low, maximum=high)
 
 
-def shown(value: object, limit: int = 200) -> str:
+def quoted(value: object, limit: int = 200) -> str:
     """A value as it is quoted in a message: on one line, its control characters escaped,
     the user name and password of an address left out, and not too long."""
     text = str(value)
@@ -124,8 +124,8 @@ def check_url(value: str) -> str:
         return value
     if any(c.isspace() or not c.isprintable() for c in value):
         raise ValueError(_('"{value}" has a space, a line break or a control character, which an address '
-                           'cannot have').format(value=shown(value)))
-    not_an_address = _('"{value}" is not an http:// or https:// address').format(value=shown(value))
+                           'cannot have').format(value=quoted(value)))
+    not_an_address = _('"{value}" is not an http:// or https:// address').format(value=quoted(value))
     try:
         parts = urlsplit(value)
         host = parts.hostname
@@ -136,16 +136,16 @@ def check_url(value: str) -> str:
         raise ValueError(not_an_address)
     if parts.username is not None or parts.password is not None:
         raise ValueError(_('"{value}" holds a user name or password: put the key in the API key field '
-                           'instead').format(value=shown(value)))
+                           'instead').format(value=quoted(value)))
     try:
         port = parts.port
     except ValueError:
         port = 0
     if port == 0 or (parts.netloc.endswith(':') and port is None):
-        raise ValueError(_('The port in "{value}" is not a number from 1 to 65535').format(value=shown(value)))
+        raise ValueError(_('The port in "{value}" is not a number from 1 to 65535').format(value=quoted(value)))
     if parts.query or parts.fragment or '?' in value or '#' in value:
         raise ValueError(_('"{value}" has a ? or # part: give only the address of the API').format(
-            value=shown(value)))
+            value=quoted(value)))
     return value
 
 
@@ -157,7 +157,7 @@ def checked_header(name: str, value: str) -> tuple[str, str]:
     break or other control character (CR or LF would start another header; ESC would reach a
     terminal). Else ValueError, in words that never quote the value (it may hold a key)."""
     if not HEADER_NAME.fullmatch(name):
-        raise ValueError(_('"{name}" is not the name of an HTTP header').format(name=shown(name, 80)))
+        raise ValueError(_('"{name}" is not the name of an HTTP header').format(name=quoted(name, 80)))
     if any(not c.isprintable() and c != '\t' for c in value):
         raise ValueError(_('The value of the header "{name}" has a line break or a control character').format(
             name=name))
@@ -171,17 +171,17 @@ def parse_headers(text: object) -> list[tuple[str, str]]:
         pairs = [tuple(x) if isinstance(x, (list, tuple)) else x for x in text]
         for pair in pairs:
             if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(s, str) for s in pair)):
-                raise ValueError(_('"{value}" is not a "Name: value" header').format(value=shown(pair)))
+                raise ValueError(_('"{value}" is not a "Name: value" header').format(value=quoted(pair)))
             checked_header(*pair)
         return pairs
     if not isinstance(text, str):
-        raise ValueError(_('"{value}" is not a "Name: value" header').format(value=shown(text)))
+        raise ValueError(_('"{value}" is not a "Name: value" header').format(value=quoted(text)))
     headers = []
     for part in text.replace(';', '\n').splitlines():
         if part.strip():
             name, sep, value = part.partition(':')
             if not sep or not name.strip():
-                raise ValueError(_('"{value}" is not a "Name: value" header').format(value=shown(part.strip())))
+                raise ValueError(_('"{value}" is not a "Name: value" header').format(value=quoted(part.strip())))
             headers.append(checked_header(name.strip(), value.strip()))
     return headers
 

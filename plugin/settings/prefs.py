@@ -228,7 +228,7 @@ DEFAULTS = {
     # how passages are ranked for a question: 'bm25' (by words, no network) or 'embeddings'
     # (by meaning too, with the provider's embeddings: grounding/embeddings.py)
     'retrieval': 'bm25',
-    # calibre's own AI settings were offered to be carried over (from_calibre/settings.py): once
+    # calibre's own AI settings were offered to be carried over (from_calibre/carry_over.py): once
     'calibre_settings_offered': False,
     # the model chooser's filters and sort as last left (gui/model_chooser.py): only_free,
     # only_unmoderated (bools), sort (a key of its SORTS)

@@ -177,7 +177,7 @@ class Placeholder(QWidget):
         """Build the panel, the first time the tab is shown."""
         if self.panel is None:
             # nothing AI is imported before the reader opens the tab: the viewer starts as fast as without us
-            from calibre_plugins.bookai.viewer.panel import AskPanel
+            from calibre_plugins.bookai.viewer.panel import AskPanel  # on first show: nothing AI is imported before
             self.panel = AskPanel(self.viewer, self)
             self.layout().addWidget(self.panel)
             self.panel.selection_changed(self.selected, self.annot)

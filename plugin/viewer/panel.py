@@ -61,7 +61,7 @@ class AskPanel(QWidget):
 
     def offer_calibre_settings(self) -> None:
         """The first time Book AI is opened where calibre's AI settings exist: the offer to carry them over."""
-        from calibre_plugins.bookai.gui.from_calibre import offer_on_first_use
+        from calibre_plugins.bookai.gui.carry_over_offer import offer_on_first_use  # on first use only
         offer_on_first_use(self.window())
 
     def setup_ui(self) -> None:

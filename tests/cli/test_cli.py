@@ -9,23 +9,14 @@ import pytest
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from helpers.books import quick_start_epub
-from helpers.peers import LlamaServer, http
+from helpers.peers import LlamaServer, direct_text
 
 TOKENS = 24
 
 
-@pytest.fixture(scope='module')
-def tiny():
-    # -n caps every answer, also the CLI's, which sends no token limit
-    with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', str(TOKENS))) as server:
-        yield server
+TINY_TOKENS = TOKENS  # caps every answer, also the command line's, which sends no token limit
 
 
-def direct_text(server, messages):
-    status, headers, body = http('POST', server.base_url + '/v1/chat/completions', {
-        'model': 'tiny', 'temperature': 0, 'messages': [{'role': m.role.value, 'content': m.text} for m in messages]})
-    assert status == 200, body
-    return json.loads(body)['choices'][0]['message']['content']
 
 
 def test_configure_then_ask_streams_the_servers_answer(cli, sandbox, tiny):

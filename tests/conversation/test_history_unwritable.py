@@ -12,7 +12,7 @@ import os
 import pytest
 
 from calibre_plugins.bookai.conversation.conversation import Conversation, Turn
-from calibre_plugins.bookai.conversation.history import History, NotKept
+from calibre_plugins.bookai.conversation.history import History, ConversationNotKept
 from calibre_plugins.bookai.settings import prefs as prefs_module
 from helpers.books import quick_start_epub
 from helpers.calibre_gui import wait_until
@@ -69,7 +69,7 @@ def test_a_save_that_fails_loses_nothing_saved_before(tmp_path, monkeypatch):
         raise PermissionError(13, 'Permission denied', os.path.dirname(path))
     monkeypatch.setattr(history_module, 'write_private', refused)
     conv.turns.append(Turn('Another?', 'Not kept.', model='m', finish_reason='stop', asked=2000.0))
-    with pytest.raises(NotKept) as e:
+    with pytest.raises(ConversationNotKept) as e:
         history.save(conv)
     assert str(e.value) == f'Permission denied ({os.path.dirname(path)})'
     assert open(path, 'rb').read() == before and len(conv.turns) == 2  # on disk as it was; in memory, all

@@ -8,7 +8,8 @@ import pytest
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.messages import WebLink
-from calibre_plugins.bookai.core.web_links import is_web_address, kept_links, shown, site
+from calibre_plugins.bookai.core.printable import one_line as shown
+from calibre_plugins.bookai.core.web_links import is_web_address, kept_links, site
 
 
 def test_pages_are_kept_in_order_each_once():

@@ -301,7 +301,7 @@ def test_an_old_cover_that_cannot_be_kept_is_not_replaced(db, undo, monkeypatch)
     old = db.cover(1)
     new = decoded(jpeg(0x90))
     monkeypatch.setattr(undo_module, 'MAX_ENTRY_BYTES', 10)
-    with pytest.raises(undo_module.NotKept):
+    with pytest.raises(undo_module.UndoNotKept):
         replace_cover(db, lib, 1, new, undo)
     assert db.cover(1) == old and undo.books(lib) == []
 

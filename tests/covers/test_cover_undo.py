@@ -160,17 +160,17 @@ def test_book_ids_must_be_ids(undo, book_id):
 def test_a_cover_too_large_to_keep_is_refused_in_words(undo, monkeypatch):
     from calibre_plugins.bookai.covers import undo as undo_module
     monkeypatch.setattr(undo_module, 'MAX_ENTRY_BYTES', 100)
-    with pytest.raises(undo_module.NotKept) as e:
+    with pytest.raises(undo_module.UndoNotKept) as e:
         undo.keep(LIB, 1, b'x' * 101)
     assert 'not replaced' in str(e.value)
     assert undo.last(LIB, 1) is None
 
 
 def test_a_cache_that_cannot_be_written_is_told_in_words(tmp_path):
-    from calibre_plugins.bookai.covers.undo import CoverUndo, NotKept
+    from calibre_plugins.bookai.covers.undo import CoverUndo, UndoNotKept
     blocker = tmp_path / 'file'
     blocker.write_text('a file where the folder would be')
-    with pytest.raises(NotKept) as e:
+    with pytest.raises(UndoNotKept) as e:
         CoverUndo(str(blocker)).keep(LIB, 1, b'x')
     assert 'could not be kept for Undo' in str(e.value)
 

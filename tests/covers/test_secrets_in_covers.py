@@ -2,7 +2,7 @@
 """Covers made by a service that echoes the key (issue 26, finding 3: OpenRouter's
 "model": "model-<key>"), in the forms a service may echo it in: neither what the many-books run
 keeps (its outcomes, the staged run's manifest.json, read back for the review) nor calibre's job
-log (main_window.covers.make_covers, the job's own work, run here in a real calibre library)
+log (main_window.cover_actions.make_covers, the job's own work, run here in a real calibre library)
 holds any form of it; a book the service refused with the key in its error neither.
 A scripted server answers as OpenRouter documents it."""
 
@@ -75,7 +75,7 @@ def test_the_jobs_log_holds_no_key(tmp_path, form):
     from calibre.library import db as open_library
 
     from calibre_plugins.bookai.covers.prompt import choices_from_prefs
-    from calibre_plugins.bookai.main_window.covers import make_covers
+    from calibre_plugins.bookai.main_window.cover_actions import make_covers
     echo = forms_of(KEY)[form]
     library = open_library(str(tmp_path / 'library')).new_api
     ids = [library.create_book_entry(Metadata(title, ['A. Writer'])) for title in ('Book One', 'Book Two')]

@@ -207,7 +207,7 @@ def test_no_calibre_settings_is_said_and_nothing_is_written(cli, sandbox):
 
 def test_calibre_8_11s_language_kept_by_the_viewer_is_read(tmp_path):
     """calibre 8.11 to 8.15 kept "respond in my language" in the viewer's settings."""
-    from calibre_plugins.bookai.from_calibre.settings import read
+    from calibre_plugins.bookai.from_calibre.carry_over import read
     (tmp_path / 'viewer-webengine.json').write_text(json.dumps({'llm_localized_results': 'never'}))
     found = read(str(tmp_path))
     (item,) = found.items
@@ -215,7 +215,7 @@ def test_calibre_8_11s_language_kept_by_the_viewer_is_read(tmp_path):
 
 
 def test_hostile_values_are_bounded_and_said(tmp_path):
-    from calibre_plugins.bookai.from_calibre.settings import read
+    from calibre_plugins.bookai.from_calibre.carry_over import read
     (tmp_path / 'ai.json').write_text(json.dumps({'providers': {
         'OpenAI compatible': {'api_url': 'ftp://\x1b[2Jevil', 'api_key': 'not hex', 'timeout': -5,
                               'text_model': 'x' * 10},
@@ -238,7 +238,7 @@ def test_hostile_values_are_bounded_and_said(tmp_path):
 def test_a_library_whose_folder_name_looks_like_an_address_is_read(tmp_path):
     """A library folder may be named "Books #1 ?%20": its database is opened as that file, read-only."""
     import sqlite3
-    from calibre_plugins.bookai.from_calibre.settings import read
+    from calibre_plugins.bookai.from_calibre.carry_over import read
     library = tmp_path / 'Books #1 ?%20'
     library.mkdir()
     conn = sqlite3.connect(library / 'metadata.db')

@@ -61,7 +61,7 @@ class NoKeys:
 
 
 def test_a_python_template_is_shown_whole_and_carried_only_with_its_own_consent(tmp_path, prefs):
-    from calibre_plugins.bookai.from_calibre.settings import carry_over, read
+    from calibre_plugins.bookai.from_calibre.carry_over import carry_over, read
     template = code(tmp_path / 'ran') + '    # and a second line\n' * 30  # longer than any one-line listing
     cover_file(tmp_path, authors_template=template)
     found = read(str(tmp_path))
@@ -79,7 +79,7 @@ def test_a_python_template_is_shown_whole_and_carried_only_with_its_own_consent(
 
 
 def test_a_template_with_a_control_character_is_not_carried(tmp_path):
-    from calibre_plugins.bookai.from_calibre.settings import read
+    from calibre_plugins.bookai.from_calibre.carry_over import read
     cover_file(tmp_path, title_template='{title}\x1b[2J')
     items = {i.setting: i for i in read(str(tmp_path)).items}
     assert items['Title template'].why_not == 'it has a control character'
@@ -92,7 +92,7 @@ def test_prompts_and_styles_are_values_carried_as_text_and_never_run(tmp_path, p
     from calibre.ebooks.metadata.book.base import Metadata
     from calibre_plugins.bookai.conversation.actions import fill_template
     from calibre_plugins.bookai.covers.prompt import CoverChoices, cover_prompt
-    from calibre_plugins.bookai.from_calibre.settings import carry_over, read
+    from calibre_plugins.bookai.from_calibre.carry_over import carry_over, read
     prompt, style = code(tmp_path / 'ran-action'), code(tmp_path / 'ran-style')
     (tmp_path / 'gui.json').write_text(json.dumps({
         'llm_book_quick_actions': {'custom_actions': {'Sneaky': {'prompt_template': prompt, 'disabled': False}}},
@@ -138,7 +138,7 @@ def test_import_calibre_yes_leaves_a_python_template_out_and_says_how(cli, sandb
 
 
 def test_the_offer_shows_calibres_address_without_its_password_and_a_look_alike_as_punycode():
-    from calibre_plugins.bookai.from_calibre.settings import value_words
+    from calibre_plugins.bookai.from_calibre.carry_over import value_words
     words = value_words('api_url', 'https://user:hunter2-secret@раураl.com/v1')
     assert 'hunter2' not in words and 'user' not in words
     assert 'xn--' in words and 'раураl' not in words

@@ -61,7 +61,7 @@ viewer_files = st.fixed_dictionaries({}, optional={
 
 def checked(found) -> None:
     """What read() gives is words, and what it would carry over Book AI would accept."""
-    from calibre_plugins.bookai.from_calibre.settings import UNFORESEEN, Changes
+    from calibre_plugins.bookai.from_calibre.carry_over import UNFORESEEN, Changes
     from calibre_plugins.bookai.providers.registry import provider_class
     from calibre_plugins.bookai.settings.prefs import PREF_KINDS, accepts
     summary = found.summary()
@@ -89,7 +89,7 @@ def checked(found) -> None:
 
 
 def read_files(files: dict) -> object:
-    from calibre_plugins.bookai.from_calibre.settings import read
+    from calibre_plugins.bookai.from_calibre.carry_over import read
     with tempfile.TemporaryDirectory() as folder:
         for name, data in files.items():
             with open(os.path.join(folder, name), 'wb') as f:

@@ -41,13 +41,13 @@ def ended(fn, *args, **kwargs):
 
 
 def read(folder, libraries=()):
-    from calibre_plugins.bookai.from_calibre.settings import read as read_settings
+    from calibre_plugins.bookai.from_calibre.carry_over import read as read_settings
     return ended(read_settings, str(folder), list(libraries))
 
 
 def settings():
-    from calibre_plugins.bookai.from_calibre import settings
-    return settings
+    from calibre_plugins.bookai.from_calibre import carry_over
+    return carry_over
 
 
 # files that are not files: a FIFO, a link to one, a device, a socket, a folder {{{

@@ -9,8 +9,8 @@ import shutil
 import pytest
 from qt.core import QDialog, QTimer, Qt
 
-from calibre_plugins.bookai.from_calibre import settings as calibre_settings
-from calibre_plugins.bookai.gui import from_calibre
+from calibre_plugins.bookai.from_calibre import carry_over as calibre_settings
+from calibre_plugins.bookai.gui import carry_over_offer as from_calibre
 from calibre_plugins.bookai.providers.registry import PROVIDERS
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import secret_store

@@ -259,6 +259,88 @@ def http(method: str, url: str, body: object = None, headers: dict | None = None
         return e.code, dict(e.headers), e.read()
 
 
+def direct_text(server: 'LlamaServer', messages, max_tokens: int | None = None) -> str:
+    """What server answers, not streamed and greedy, to messages: Book AI's Messages, or (role,
+    text) pairs. What a test compares the answer Book AI showed with."""
+    pairs = [(m.role.value, m.text) if hasattr(m, 'role') else tuple(m) for m in messages]
+    body = {'model': server.model, 'temperature': 0, 'messages': [{'role': r, 'content': t} for r, t in pairs]}
+    if max_tokens is not None:
+        body['max_tokens'] = max_tokens
+    status, headers, answer = http('POST', server.base_url + '/v1/chat/completions', body)
+    assert status == 200, answer
+    return json.loads(answer)['choices'][0]['message']['content']
+
+
+def tiny_server(tokens: int | None = None, ctx: int = 4096, *extra: str) -> 'LlamaServer':
+    """llama-server with the tiny model as 'tiny', greedy (--temp 0), answers of at most tokens
+    (the server's default for None), a context of ctx, and extra arguments."""
+    limit = ('-n', str(tokens)) if tokens is not None else ()
+    return LlamaServer('tiny', alias='tiny', ctx=ctx, extra_args=('--temp', '0', *limit, *extra))
+
+
+class RecordingProxy:
+    """A loopback HTTP server that passes every request on to upstream (a real peer's address)
+    and gives back its answer as it came, keeping (method, path, body) of each: what the peer
+    received, byte for byte. For tests that compare what two ways in send.
+
+        with RecordingProxy(server.base_url) as proxy:
+            use_server(prefs, proxy.base_url)
+            ...
+            proxy.received  # [(method, path, body bytes), ...]
+    """
+
+    def __init__(self, upstream: str):
+        import http.server
+        self.upstream = upstream.rstrip('/')
+        self.received: list[tuple[str, str, bytes]] = []
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = 'HTTP/1.1'
+
+            def log_message(self, *args):
+                pass
+
+            def relay(self):
+                body = self.rfile.read(int(self.headers.get('Content-Length') or 0))
+                proxy.received.append((self.command, self.path, body))
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ('host', 'content-length',
+                                                                                      'connection')}
+                req = urllib.request.Request(proxy.upstream + self.path, data=body or None, headers=headers,
+                                             method=self.command)
+                try:
+                    r = _opener.open(req, timeout=300)
+                except urllib.error.HTTPError as e:
+                    r = e
+                with r:
+                    data = r.read()
+                    self.send_response(r.status)
+                    for k, v in r.headers.items():
+                        if k.lower() not in ('transfer-encoding', 'content-length', 'connection'):
+                            self.send_header(k, v)
+                    self.send_header('Content-Length', str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+
+            do_GET = do_POST = relay
+
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.base_url = f'http://127.0.0.1:{self.server.server_address[1]}'
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def __enter__(self) -> 'RecordingProxy':
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def chat_requests(self) -> list[dict]:
+        """The chat requests received, as JSON."""
+        return [json.loads(body) for method, path, body in self.received if path.endswith('/chat/completions')]
+
+
 class _Peer:
     """A server process of ours: its output kept, its port read from its log."""
 

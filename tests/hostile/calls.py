@@ -337,7 +337,7 @@ class BookFile(FileSurface):
 # a cover put on a book {{{
 
 class LibraryCover(CallSurface):
-    """A new cover put on a book of a real calibre library, as Apply does (main_window.covers:
+    """A new cover put on a book of a real calibre library, as Apply does (main_window.cover_actions:
     covers_to_apply, then put_cover): the old cover kept until the new one reads back, else back."""
 
     def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
@@ -359,7 +359,7 @@ class LibraryCover(CallSurface):
     def call(self, data: bytes, where: Path, ctx: Context) -> Observed:
         from calibre.library import db as open_db
         from calibre.ebooks.metadata.book.base import Metadata
-        covers = plugin('main_window.covers')
+        covers = plugin('main_window.cover_actions')
         undo_module = plugin('covers.undo')
         lib = where / 'library'
         lib.mkdir(exist_ok=True)

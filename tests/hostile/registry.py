@@ -81,11 +81,11 @@ IMAGE = ('providers.base:AIProviderPlugin.generate_image', 'core.images:image_fr
          'core.images:decoded_base64',
          'core.images:image_from_bytes', 'core.images:images_api_result', 'core.images:structure',
          'core.images:decode_images', 'gui.image_decoding:decode_in_worker', 'gui.image_decoding:decode_one',
-         'gui.image_decoding:qimage', 'main_window.covers:CoverReview.load_thumbnails')
+         'gui.image_decoding:qimage', 'main_window.cover_actions:CoverReview.load_thumbnails')
 CHAT = 'providers.openai_chat:OpenAIChat'
 CLASSES = {'openai': 'providers.openai_responses:OpenAI', 'anthropic': 'providers.anthropic:Anthropic',
            'gemini': 'providers.gemini:GoogleGemini', 'ollama': 'providers.ollama:Ollama',
-           'openrouter': 'providers.openai_chat:OpenRouter', 'venice': 'providers.venice:Venice',
+           'openrouter': 'providers.openrouter:OpenRouter', 'venice': 'providers.venice:Venice',
            'github': 'providers.openai_chat:GitHubModels', 'grok': 'providers.openai_chat:Grok',
            'lmstudio': CHAT, 'openai_compatible': 'providers.openai_chat:OpenAICompatible'}
 NAMES = {'openai': 'OpenAI', 'anthropic': 'Anthropic', 'gemini': 'Google Gemini', 'ollama': 'Ollama',
@@ -95,7 +95,7 @@ WEB_SEARCH = ('openai', 'anthropic', 'gemini', 'venice')
 # the providers that hold a secret to echo: a key, or (Ollama) the value of the reader's own header;
 # LM Studio takes neither
 KEYED = ('openai', 'anthropic', 'gemini', 'ollama', 'openrouter', 'venice', 'github', 'grok', 'openai_compatible')
-PRICED = {'openrouter': ('providers.openai_chat:openrouter_pricing',), 'venice': ('providers.venice:model_of',)}
+PRICED = {'openrouter': ('providers.openrouter:openrouter_pricing',), 'venice': ('providers.venice:model_of',)}
 
 
 def defined(where: str, method: str) -> str:
@@ -210,7 +210,7 @@ def wire_entries() -> list[Entry]:
                             'core.limits:MAX_IMAGE_SIDE', 'core.images:MAX_IMAGE_PIXELS', 'core.limits:MAX_JSON_DEPTH',
                             'core.limits:IMAGE_JSON_MEMORY_PER_BYTE', 'core.isolated:WORKER_MEMORY'), attacks,
             TRANSPORT + IMAGE + (parse, defined(cls, 'parse_image_answer')) + (
-                ('providers.openai_chat:OpenRouter.image_models',) if name == 'openrouter' else
+                ('providers.openrouter:OpenRouter.image_models',) if name == 'openrouter' else
                 ('providers.venice:Venice.image_models', 'providers.venice:image_model_of') if name == 'venice'
                 else ()),
             W.WireSurface(W.Shape(provider, 'image', good, path=path, base=base, others=others,
@@ -306,35 +306,35 @@ def file_entries() -> list[Entry]:
                'core.isolated:WORKER_MEMORY', 'core.images:DECODE_SECONDS'),
               ('oversized', 'not_a_file', 'damaged', 'crafted_image'),
               ('core.images:decode_images', 'core.images:loaded', READ_REGULAR, 'core.isolated:run',
-               'gui.image_decoding:decode_in_worker', 'main_window.covers:CoverReview.load_thumbnails',
-               'main_window.covers:covers_to_apply'),
+               'gui.image_decoding:decode_in_worker', 'main_window.cover_actions:CoverReview.load_thumbnails',
+               'main_window.cover_actions:covers_to_apply'),
               S.StagedImage(('oversized', 'not_a_file', 'damaged', 'crafted_image'))),
         Entry('calibre/ai.json', "calibre's AI settings (ai.json): providers, keys, purposes",
-              'from_calibre.settings:read_json', 'file', ('settings.prefs:LARGEST_SETTINGS_FILE',),
+              'from_calibre.carry_over:read_json', 'file', ('settings.prefs:LARGEST_SETTINGS_FILE',),
               FILE_ATTACKS + ('control_chars',),
-              ('from_calibre.settings:read_json', 'settings.prefs:read_settings_file', READ_REGULAR,
-               'from_calibre.settings:provider_items'),
+              ('from_calibre.carry_over:read_json', 'settings.prefs:read_settings_file', READ_REGULAR,
+               'from_calibre.carry_over:provider_items'),
               S.CalibreFile('ai.json', FILE_ATTACKS + ('control_chars',))),
         Entry('calibre/gui.json', "calibre's GUI settings (gui.json): quick actions, fields, AI covers' choices "
-              'and templates, the libraries used', 'from_calibre.settings:read_json', 'file',
-              ('settings.prefs:LARGEST_SETTINGS_FILE', 'from_calibre.settings:MOST_LIBRARIES',
-               'from_calibre.settings:MOST_ACTIONS', 'from_calibre.settings:LONGEST_TEXT'),
+              'and templates, the libraries used', 'from_calibre.carry_over:read_json', 'file',
+              ('settings.prefs:LARGEST_SETTINGS_FILE', 'from_calibre.carry_over:MOST_LIBRARIES',
+               'from_calibre.carry_over:MOST_ACTIONS', 'from_calibre.carry_over:LONGEST_TEXT'),
               FILE_ATTACKS + ('control_chars', 'code'),
-              ('from_calibre.settings:read_json', 'settings.prefs:read_settings_file', READ_REGULAR,
-               'from_calibre.settings:cover_items', 'from_calibre.settings:actions_item'),
+              ('from_calibre.carry_over:read_json', 'settings.prefs:read_settings_file', READ_REGULAR,
+               'from_calibre.carry_over:cover_items', 'from_calibre.carry_over:actions_item'),
               S.CalibreFile('gui.json', FILE_ATTACKS + ('control_chars', 'code'))),
         Entry('calibre/viewer-webengine.json', "calibre's E-book viewer settings: its quick actions and highlight "
-              'style', 'from_calibre.settings:read_json', 'file', ('settings.prefs:LARGEST_SETTINGS_FILE',),
-              FILE_ATTACKS + ('control_chars',), ('from_calibre.settings:read_json', READ_REGULAR),
+              'style', 'from_calibre.carry_over:read_json', 'file', ('settings.prefs:LARGEST_SETTINGS_FILE',),
+              FILE_ATTACKS + ('control_chars',), ('from_calibre.carry_over:read_json', READ_REGULAR),
               S.CalibreFile('viewer-webengine.json', FILE_ATTACKS + ('control_chars',))),
         Entry('calibre/metadata.db', "a calibre library's database (its preferences: the custom fields its AI "
-              'sends)', 'from_calibre.settings:library_prefs', 'file',
-              ('from_calibre.settings:SQLITE_SECONDS', 'from_calibre.settings:LIBRARIES_SECONDS',
-               'from_calibre.settings:LONGEST_SQLITE_VALUE', 'from_calibre.settings:LONGEST_TEXT',
-               'from_calibre.settings:MOST_LIBRARIES'),
+              'sends)', 'from_calibre.carry_over:library_prefs', 'file',
+              ('from_calibre.carry_over:SQLITE_SECONDS', 'from_calibre.carry_over:LIBRARIES_SECONDS',
+               'from_calibre.carry_over:LONGEST_SQLITE_VALUE', 'from_calibre.carry_over:LONGEST_TEXT',
+               'from_calibre.carry_over:MOST_LIBRARIES'),
               ('oversized', 'endless', 'deep_json', 'wrong_types', 'control_chars', 'not_a_file', 'damaged'),
-              ('from_calibre.settings:library_prefs', 'from_calibre.settings:read_library',
-               'from_calibre.settings:custom_fields_item'),
+              ('from_calibre.carry_over:library_prefs', 'from_calibre.carry_over:read_library',
+               'from_calibre.carry_over:custom_fields_item'),
               S.LibraryDatabase(('oversized', 'endless', 'deep_json', 'wrong_types', 'control_chars', 'not_a_file',
                                  'damaged'))),
         Entry('calibre/viewer_annotations', "the E-book viewer's annotations of a book (its last-read place)",
@@ -413,7 +413,7 @@ def call_entries() -> list[Entry]:
               'decoded and written anew, the old cover kept', 'covers.library:replace_cover', 'call',
               ('core.limits:MAX_IMAGE_BYTES', 'core.images:MAX_IMAGE_PIXELS', 'core.isolated:WORKER_MEMORY'),
               ('crafted_image', 'damaged', 'oversized'),
-              ('covers.library:replace_cover', 'main_window.covers:put_cover', 'main_window.covers:covers_to_apply',
+              ('covers.library:replace_cover', 'main_window.cover_actions:put_cover', 'main_window.cover_actions:covers_to_apply',
                'core.images:decode_images', 'covers.library:check_new_cover', 'covers.library:put_back',
                'covers.library:undo_cover'),
               C.LibraryCover(('crafted_image', 'damaged', 'oversized'))),

@@ -504,7 +504,7 @@ class CalibreFile(FileSurface):
         return json.dumps(good).encode()
 
     def read(self, path: Path, where: Path, ctx: Context) -> Observed:
-        settings = plugin('from_calibre.settings')
+        settings = plugin('from_calibre.carry_over')
         found = settings.read(str(where / 'calibre'))
         seen = Observed(sentence=' '.join(found.problems), shown=found.summary().splitlines() + found.problems)
         failed = settings.carry_over(found)  # import-calibre --yes
@@ -604,7 +604,7 @@ class LibraryDatabase(FileSurface):
         return super().left(payload, handle, where, observed)
 
     def read(self, path: Path, where: Path, ctx: Context) -> Observed:
-        settings = plugin('from_calibre.settings')
+        settings = plugin('from_calibre.carry_over')
         found = settings.read(str(where / 'calibre'), libraries=[str(path.parent)])
         # told: what could not be read, and each setting not carried over and why (the offer and
         # import-calibre show both)

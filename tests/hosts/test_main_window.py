@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from helpers.peers import LlamaServer, http
+from helpers.peers import http
 from helpers.project import PLUGIN_NAME, PROJECT, build_script
 from helpers.sandbox import tracebacks
 
@@ -215,11 +215,7 @@ def test_keys_the_user_set_are_kept(sandbox, plugin_zip, library, host):
         ['Ctrl+Alt+N'] if host == 'forky' else ['Ctrl+Shift+A'])
 
 
-@pytest.fixture(scope='module')
-def tiny():
-    # room for passages of the book: the tiny model's tokens are about a character each
-    with LlamaServer('tiny', alias='tiny', ctx=16384, extra_args=('--temp', '0', '-n', '32')) as server:
-        yield server
+TINY_TOKENS, TINY_CONTEXT = 32, 16384  # room for the book's passages: the tiny model's tokens are about a character each
 
 
 def test_discuss_a_book_in_calibre(sandbox, plugin_zip, library, tiny, artifacts):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from helpers.books import library_epub
-from helpers.peers import LlamaServer, http
+from helpers.peers import LlamaServer, direct_text, http
 from helpers.sandbox import tracebacks
 
 ASK = 'Summarize'
@@ -17,10 +17,7 @@ TABS = {'bookworm': ['Lookup', 'Ask AI'], 'trixie': ['Lookup', 'Ask AI'], 'noai'
         'forky': ['Dictionary', 'Ask AI', 'Book AI']}
 
 
-@pytest.fixture(scope='module')
-def tiny():
-    with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', '32')) as server:
-        yield server
+TINY_TOKENS = 32
 
 
 @pytest.fixture(scope='module')
@@ -35,12 +32,6 @@ def configure(sandbox, server):
     assert r.returncode == 0, r
 
 
-def direct_text(server, messages, question):
-    status, headers, body = http('POST', server.base_url + '/v1/chat/completions', {
-        'model': 'tiny', 'temperature': 0, 'messages': [{'role': 'system', 'content': messages[0]},
-                                                        {'role': 'user', 'content': question}]})
-    assert status == 200, body
-    return json.loads(body)['choices'][0]['message']['content']
 
 
 def test_a_quick_action_on_the_selection(sandbox, plugin_zip, library, tiny, endless, artifacts, host):
@@ -63,7 +54,8 @@ def test_a_quick_action_on_the_selection(sandbox, plugin_zip, library, tiny, end
     assert report['question'].startswith('Provide a concise summary of the following text.')
     assert 'Text to analyze: ' in report['question']
     assert report['messages'][0].startswith('I am currently reading the book: Quick Start Guide by John Schember')
-    assert not report['error'] and report['answer'] == direct_text(tiny, report['messages'], report['question'])
+    assert not report['error'] and report['answer'] == direct_text(tiny, [('system', report['messages'][0]),
+                                                                              ('user', report['question'])])
     # a typed follow-up carries the conversation
     status, headers, body = http('POST', tiny.base_url + '/v1/chat/completions', {
         'model': 'tiny', 'temperature': 0, 'messages': [{'role': r, 'content': t} for r, t in report['free_messages']]})

@@ -16,16 +16,13 @@ from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.main_window.ask_library import LibraryQuestionWindow
 from helpers.calibre_gui import stand_in_gui
 from helpers.library import LIGHTHOUSE_ID, ORCHARD_ID, make_library
-from helpers.peers import LlamaServer, http, use_server
+from helpers.peers import http, use_server
 from helpers.sandbox import Sandbox
 
 QUESTION = 'Who kept the lighthouse on Vesterholm?'
 
 
-@pytest.fixture(scope='module')
-def tiny():
-    with LlamaServer('tiny', alias='tiny', ctx=16384, extra_args=('--temp', '0', '-n', '16')) as server:
-        yield server
+TINY_TOKENS, TINY_CONTEXT = 16, 16384
 
 
 @pytest.fixture(scope='module')

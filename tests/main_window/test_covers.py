@@ -19,7 +19,7 @@ from qt.core import (
 from calibre_plugins.bookai.covers.bulk import staged_runs
 from calibre_plugins.bookai.covers.undo import CoverUndo
 from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
-from calibre_plugins.bookai.main_window import covers
+from calibre_plugins.bookai.main_window import cover_actions as covers
 from helpers.calibre_gui import stand_in_gui, wait_until
 from helpers.library import make_library
 from helpers.project import PROJECT
@@ -462,7 +462,7 @@ def test_no_image_from_outside_is_decoded_in_calibres_process(qapp, prefs, books
 
     from calibre_plugins.bookai.core.images import structure
     from calibre_plugins.bookai.gui import cover_dialog, image_decoding
-    from calibre_plugins.bookai.main_window import covers as mw
+    from calibre_plugins.bookai.main_window import cover_actions as mw
 
     assert not hasattr(cover_dialog, 'QImageReader') and not hasattr(mw, 'QImageReader')
     where = []  # (what, on the GUI thread?, the bytes calibre decoded)

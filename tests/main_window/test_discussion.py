@@ -3,7 +3,6 @@
 library: what is shown is what the server sent; Stop, errors, closing mid-answer,
 Save to book and the History."""
 
-import json
 import time
 
 import pytest
@@ -16,15 +15,12 @@ from calibre_plugins.bookai.conversation.render import markdown_to_html
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from helpers.books import quick_start_epub
 from helpers.calibre_gui import wait_until
-from helpers.peers import LlamaServer, http, use_server
+from helpers.peers import LlamaServer, direct_text, use_server
 
 TOKENS = 48
 
 
-@pytest.fixture(scope='module')
-def tiny():
-    with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', str(TOKENS))) as server:
-        yield server
+TINY_TOKENS = TOKENS
 
 
 @pytest.fixture(scope='module')
@@ -54,11 +50,6 @@ def answered(w):
     return w.conv.turns[-1]
 
 
-def direct_text(server, messages):
-    status, headers, body = http('POST', server.base_url + '/v1/chat/completions', {
-        'model': 'tiny', 'temperature': 0, 'messages': [{'role': m.role.value, 'content': m.text} for m in messages]})
-    assert status == 200, body
-    return json.loads(body)['choices'][0]['message']['content']
 
 
 def plain(html):

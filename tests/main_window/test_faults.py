@@ -11,11 +11,10 @@ import json
 import os
 import signal
 import threading
-import time
 from types import SimpleNamespace
 
 import pytest
-from qt.core import QApplication, QEvent, QEventLoop
+from qt.core import QApplication
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
@@ -23,21 +22,15 @@ from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.gui.worker import StreamRelay
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from helpers.books import quick_start_epub
-from helpers.peers import AiMock, LlamaServer, http, use_server
+from helpers.calibre_gui import wait_until
+from helpers.peers import AiMock, direct_text, tiny_server, use_server
 from helpers.scripted_server import Reply, ScriptedServer, sse
 
 FIRST = 'First question'
 SECOND = 'Second question'
 
 
-def tiny_server(tokens, *extra):
-    return LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', str(tokens)) + extra)
-
-
-@pytest.fixture(scope='module')
-def tiny():
-    with tiny_server(32) as server:
-        yield server
+TINY_TOKENS = 32
 
 
 @pytest.fixture
@@ -53,14 +46,6 @@ def window(books, book_id=1):
     return w
 
 
-def wait_until(condition, timeout=60):
-    end = time.monotonic() + timeout
-    while not condition():
-        QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)  # relays delete themselves later
-        if time.monotonic() > end:
-            raise AssertionError('timed out waiting')
-        time.sleep(0.005)
 
 
 def send(w, question):
@@ -88,11 +73,6 @@ def window_with_a_first_answer(books, prefs, server, book_id=1):
     return w
 
 
-def direct_text(server, messages):
-    status, headers, body = http('POST', server.base_url + '/v1/chat/completions', {
-        'model': 'tiny', 'temperature': 0, 'messages': [{'role': m.role.value, 'content': m.text} for m in messages]})
-    assert status == 200, body
-    return json.loads(body)['choices'][0]['message']['content']
 
 
 def other_threads():

@@ -4,6 +4,7 @@ a real calibre library and calibre's real job manager: the Book text row, the sa
 reading position as the limit, consent before book text goes online, citations as
 links to their passages, and books in other formats converted as a calibre job."""
 
+import io
 import json
 import os
 
@@ -18,16 +19,13 @@ from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from helpers.books import quick_start_epub
 from helpers.calibre_gui import stand_in_gui, wait_until
-from helpers.peers import LlamaServer, http, use_server
+from helpers.peers import LlamaServer, RecordingProxy, direct_text, use_server
 from helpers.scripted_server import ScriptedServer
 
 QUESTION = 'How do I convert an ebook to another format?'
 
 
-@pytest.fixture(scope='module')
-def tiny():
-    with LlamaServer('tiny', alias='tiny', ctx=16384, extra_args=('--temp', '0', '-n', '24')) as server:
-        yield server
+TINY_TOKENS, TINY_CONTEXT = 24, 16384
 
 
 @pytest.fixture(scope='module')
@@ -63,11 +61,6 @@ def ask(w, question=QUESTION):
     return w.conv.turns[-1] if w.conv.turns else None
 
 
-def direct_text(server, messages):
-    status, headers, body = http('POST', server.base_url + '/v1/chat/completions', {
-        'model': 'tiny', 'temperature': 0, 'messages': [{'role': m.role.value, 'content': m.text} for m in messages]})
-    assert status == 200, body
-    return json.loads(body)['choices'][0]['message']['content']
 
 
 def save_reading_position(books, book_id, fraction):
@@ -308,6 +301,40 @@ def test_passages_ranked_by_meaning_with_a_local_provider(qapp, prefs, gui, book
         turn = ask(w, 'And PDF?')  # the book's passages were embedded once: now only the question
         assert turn.passages and w.panel.grounding.source.loaded.meaning is made
         w.close()
+
+
+def test_the_window_and_the_command_line_send_the_same_request(qapp, prefs, gui, books):
+    """One turn for every way in (issue 27): with ranking by meaning on and the reader's own "Book
+    text per question, at most", the discussion window and `ask` send byte-identical requests
+    (the passages embedded, the question embedded, the chat) to the same real llama-server,
+    recorded on their way to it."""
+    from calibre_plugins.bookai import cli
+    from calibre_plugins.bookai.core.messages import estimated_tokens, Message, Role
+    with LlamaServer('tiny', alias='tiny', ctx=16384,
+                     extra_args=('--temp', '0', '-n', '16', '--embeddings', '--pooling', 'mean',
+                                 '--ubatch-size', '2048', '--batch-size', '2048')) as server, \
+            RecordingProxy(server.base_url) as proxy:
+        use_server(prefs, proxy.base_url)
+        prefs['retrieval'] = 'embeddings'
+        prefs['book_text_budget'] = 600  # not the default (1,500): the command line must read it too
+        w = window(gui, books)
+        w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('book'))
+        turn = ask(w)
+        assert turn is not None and turn.passages and not turn.error
+        w.close()
+        from_window = list(proxy.received)
+        proxy.received.clear()
+        out, err = io.StringIO(), io.StringIO()
+        code = cli.main(['ask', '--library', books.db.backend.library_path, '--book', '1', '--scope', 'book',
+                         '--prompt', QUESTION], stdout=out, stderr=err)
+        assert code == 0, err.getvalue()
+        from_cli = list(proxy.received)
+    embedded = [r for r in from_window if r[1].endswith('/embeddings')]
+    assert len(embedded) >= 2  # the book's passages (in batches), then the question: ranked by meaning
+    assert from_cli == from_window  # the same requests, byte for byte, in the same order
+    (chat,) = [json.loads(body) for _m, path, body in from_cli if path.endswith('/chat/completions')]
+    passages = next(m['content'] for m in chat['messages'] if '<book_passages>' in m['content'])
+    assert estimated_tokens([Message(Role.USER, passages)]) <= 600 + 100  # the reader's budget, and the question
 
 
 def test_ranking_by_meaning_that_fails_falls_back_to_words(qapp, prefs, gui, books):

@@ -18,13 +18,10 @@ from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from calibre_plugins.bookai.conversation.notes import append_note
 from helpers.books import quick_start_epub
 from helpers.calibre_gui import wait_until
-from helpers.peers import LlamaServer, use_server
+from helpers.peers import use_server
 
 
-@pytest.fixture(scope='module')
-def tiny():
-    with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0', '-n', '24')) as server:
-        yield server
+TINY_TOKENS = 24
 
 
 @pytest.fixture

@@ -4,17 +4,16 @@
 in several encodings. Neither the chat nor the History holds any form of the key."""
 
 import json
-import time
 from pathlib import Path
 
 import pytest
-from qt.core import QApplication, QEvent, QEventLoop
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from helpers.books import quick_start_epub
+from helpers.calibre_gui import wait_until
 from helpers.peers import use_server
 from helpers.scripted_server import Reply, ScriptedServer, sse
 from helpers.secret_forms import forms_of, leaks
@@ -29,14 +28,6 @@ def books(sandbox, tmp_path):
     return BookLibrary(db(str(path)).new_api, History(str(tmp_path / 'history')))
 
 
-def wait_until(condition, timeout=60):
-    end = time.monotonic() + timeout
-    while not condition():
-        QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
-        if time.monotonic() > end:
-            raise AssertionError('timed out waiting')
-        time.sleep(0.005)
 
 
 def delta(model='m', **d):

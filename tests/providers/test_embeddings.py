@@ -22,10 +22,7 @@ TEXTS = ['The sea is large and full of fish.', 'Rivers flow to the sea.', 'The s
 KEY = 'secret-key-0123456789'
 
 
-@pytest.fixture(scope='module')
-def tiny():
-    with LlamaServer('tiny', alias='tiny', extra_args=EMBEDDINGS) as server:
-        yield server
+TINY_ARGS = EMBEDDINGS  # TINY_TOKENS: the server's default
 
 
 def compatible(server, **settings):

@@ -3,7 +3,6 @@
 streamed through the provider and compared with what the same server answers
 to a plain direct request; and the real failures it produces."""
 
-import json
 import socket
 
 import pytest
@@ -12,7 +11,7 @@ from calibre_plugins.bookai.core import errors
 from calibre_plugins.bookai.core.messages import Answer, Done, Message, Role, TextDelta
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.providers.registry import get_provider
-from helpers.peers import LlamaServer, http
+from helpers.peers import LlamaServer, direct_text
 
 CONVERSATION = [Message(Role.SYSTEM, 'You are terse.'), Message(Role.USER, 'Name three colours.')]
 MAX_TOKENS = 24
@@ -29,11 +28,8 @@ PATHS = {
 }
 
 
-@pytest.fixture(scope='module')
-def tiny():
-    # --temp 0 is the server's default: providers that send no temperature get greedy decoding too
-    with LlamaServer('tiny', alias='tiny', extra_args=('--temp', '0')) as server:
-        yield server
+# TINY_TOKENS: none: --temp 0 is the server's default, and providers that send no temperature get greedy
+# decoding too
 
 
 @pytest.fixture(scope='module')
@@ -42,13 +38,6 @@ def smol():
         yield server
 
 
-def direct_text(server, messages, max_tokens):
-    """What the server answers to a plain, non-streaming request."""
-    status, headers, body = http('POST', server.base_url + '/v1/chat/completions', {
-        'model': server.model, 'max_tokens': max_tokens, 'temperature': 0,
-        'messages': [{'role': m.role.value, 'content': m.text} for m in messages]})
-    assert status == 200, body
-    return json.loads(body)['choices'][0]['message']['content']
 
 
 def provider_for(name, server, **extra):

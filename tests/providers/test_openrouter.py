@@ -1,5 +1,5 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""OpenRouter's automatic model choice (providers/openai_chat.py, openrouter_choice), against
+"""OpenRouter's automatic model choice (providers/openrouter.py, openrouter_choice), against
 calibre 9.17's own (calibre/ai/open_router/backend.py, free_model_choice and
 model_choice_for_text) on the same recorded catalogues: the same models in the same order,
 the first asked and the others sent as OpenRouter's fallbacks (`models`); the same failure
@@ -23,7 +23,7 @@ import pytest
 from calibre_plugins.bookai.core.errors import NotConfigured
 from calibre_plugins.bookai.core.messages import Answer, Message, Role
 from calibre_plugins.bookai.providers.models import Model, kept_models, read_models_cache, write_models_cache
-from calibre_plugins.bookai.providers.openai_chat import openrouter_choice
+from calibre_plugins.bookai.providers.openrouter import openrouter_choice
 from calibre_plugins.bookai.providers.registry import get_provider
 from helpers.project import HOST
 from helpers.scripted_server import Reply, ScriptedServer, sse

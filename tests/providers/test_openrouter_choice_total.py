@@ -1,5 +1,5 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""OpenRouter's automatic choice (providers/openai_chat.py: openrouter_choice, OpenRouter.choose_model)
+"""OpenRouter's automatic choice (providers/openrouter.py: openrouter_choice, OpenRouter.choose_model)
 is total over any list: empty, of no known family, naming one model three times, with prices and
 dates that are not numbers. Each strategy ends in a model to ask or, for "free models only" with
 nothing free, in its sentence; never in "unexpected problem: IndexError"."""
@@ -13,7 +13,7 @@ import pytest
 from calibre_plugins.bookai.core.errors import NotConfigured
 from calibre_plugins.bookai.core.messages import Answer, Message, Role
 from calibre_plugins.bookai.providers.models import Model, kept_models
-from calibre_plugins.bookai.providers.openai_chat import AUTO_MODEL, openrouter_choice
+from calibre_plugins.bookai.providers.openrouter import AUTO_MODEL, openrouter_choice
 from calibre_plugins.bookai.providers.registry import get_provider
 from helpers.scripted_server import Reply, ScriptedServer, sse
 

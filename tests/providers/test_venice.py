@@ -380,7 +380,7 @@ def test_an_error_inside_the_stream():
 def test_calibres_venice_settings_carry_over_and_mean_the_same(tmp_path):
     """A reader of calibre 9.17 with Venice AI set up: its settings, as calibre's Venice
     ConfigWidget.settings saves them (calibre/ai/venice/config.py), become Book AI's."""
-    from calibre_plugins.bookai.from_calibre.settings import read
+    from calibre_plugins.bookai.from_calibre.carry_over import read
     (tmp_path / 'ai.json').write_text(json.dumps({
         'providers': {'Venice AI': {
             'api_key': KEY.encode('utf-8').hex(), 'model_choice_strategy': 'low', 'reasoning_strategy': 'none',

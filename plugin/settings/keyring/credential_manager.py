@@ -5,7 +5,7 @@ advapi32's CredWriteW, CredReadW, CredDeleteW and CredFree (wincred.h), through 
 import ctypes
 from ctypes import wintypes
 
-from calibre_plugins.bookai.settings.keyring import StoreError, Unavailable, UnlistedStore
+from calibre_plugins.bookai.settings.keyring.store import StoreError, Unavailable, UnlistedStore
 
 CRED_TYPE_GENERIC = 1
 CRED_PERSIST_LOCAL_MACHINE = 2  # kept across log-ons, on this computer only

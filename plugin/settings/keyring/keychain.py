@@ -5,7 +5,7 @@ generic passwords of service SERVICE, one account per provider/name."""
 import os
 import subprocess
 
-from calibre_plugins.bookai.settings.keyring import StoreError, Unavailable, UnlistedStore
+from calibre_plugins.bookai.settings.keyring.store import StoreError, Unavailable, UnlistedStore
 
 SECURITY = '/usr/bin/security'
 SERVICE = 'calibre-bookai'

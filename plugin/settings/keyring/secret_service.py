@@ -11,7 +11,7 @@ it has no Secret Service for Book AI (Unavailable), which is not an error.
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from calibre_plugins.bookai.settings.keyring import StoreError, Unavailable
+from calibre_plugins.bookai.settings.keyring.store import StoreError, Unavailable
 
 if TYPE_CHECKING:
     from jeepney import Message

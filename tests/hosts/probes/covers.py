@@ -92,13 +92,13 @@ def probe(gui):
     by_name = {u.rpartition('bookai-')[2]: s['action'] for u, s in gui.keyboard.shortcuts.items() if 'bookai-' in u}
     db = gui.current_db.new_api
     report['covers_before'] = {str(i): len(db.cover(i) or b'') for i in (1, 2)}
-    report['covers_module_before'] = 'calibre_plugins.bookai.main_window.covers' in sys.modules
+    report['covers_module_before'] = 'calibre_plugins.bookai.main_window.cover_actions' in sys.modules
     gui.library_view.select_rows([1, 2], using_ids=True)
     report['menu_before'] = menu_state(gui, ac)
     pauses = Pauses()
 
     def covers():
-        return sys.modules.get('calibre_plugins.bookai.main_window.covers')
+        return sys.modules.get('calibre_plugins.bookai.main_window.cover_actions')
 
     def lengths():
         return {str(i): len(db.cover(i) or b'') for i in (1, 2)}

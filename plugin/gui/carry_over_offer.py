@@ -1,5 +1,5 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""The offer to carry calibre's own AI settings over into Book AI's (from_calibre/settings.py).
+"""The offer to carry calibre's own AI settings over into Book AI's (from_calibre/carry_over.py).
 
 Made once, the first time a reader opens a Book AI window where calibre's AI settings
 exist (offer_on_first_use), and on demand from the settings' "Import from calibre's AI…"
@@ -22,7 +22,7 @@ from qt.core import (
     QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
 )
 
-from calibre_plugins.bookai.from_calibre.settings import CalibreSettings, carry_over, mark_offered, offered, read
+from calibre_plugins.bookai.from_calibre.carry_over import CalibreSettings, carry_over, mark_offered, offered, read
 from calibre_plugins.bookai.gui.worker import run_in_thread
 
 load_translations()

@@ -56,7 +56,7 @@ from calibre_plugins.bookai.core.files import is_regular
 from calibre_plugins.bookai.core.limits import TooComplex, load_json
 from calibre_plugins.bookai.core.web_links import shown_address
 from calibre_plugins.bookai.providers.base import Capability
-from calibre_plugins.bookai.providers.options import checked_header, shown
+from calibre_plugins.bookai.providers.options import checked_header, quoted
 from calibre_plugins.bookai.providers.registry import PROVIDERS, provider_class
 from calibre_plugins.bookai.settings.prefs import plugin_prefs, read_settings_file
 from calibre_plugins.bookai.settings.secrets import SecretStore, secret_store
@@ -201,23 +201,23 @@ def read(config_dir: str | None = None, libraries: Iterable[str] = ()) -> Calibr
             add(guarded(named(calibre_name), _('Settings'),
                         lambda: provider_items(str(calibre_name), settings, calibre_name == chosen)))
         elif settings not in ({}, None):
-            add([Item(named(calibre_name), _('Settings'), shown(settings, 80),
+            add([Item(named(calibre_name), _('Settings'), quoted(settings, 80),
                       why_not=_('they are not settings calibre wrote'))])
     if chosen and chosen not in providers:
         add(guarded(_('Answers'), _('Chosen for answers'), lambda: [chosen_item(chosen)]))
     if 'purpose_map' in ai and not isinstance(ai['purpose_map'], dict):
-        add([Item(_('Answers'), _('Providers by purpose'), shown(ai['purpose_map'], 80),
+        add([Item(_('Answers'), _('Providers by purpose'), quoted(ai['purpose_map'], 80),
                   why_not=_('they are not settings calibre wrote'))])
     for purpose, provider in list(purposes.items())[:MOST_ACTIONS]:
         if purpose == IMAGE_PURPOSE:  # 9.14 and later: the provider of AI covers
             add(guarded(_('AI covers'), _('Provider for covers'), lambda: [image_provider_item(provider)]))
         elif purpose == CHAT_PURPOSE:
             if not isinstance(provider, str):
-                add([Item(_('Answers'), _('Chosen for answers'), shown(provider, 80),
+                add([Item(_('Answers'), _('Chosen for answers'), quoted(provider, 80),
                           why_not=_('it is not the name of a provider'))])
         else:
             add([Item(_('Answers'), _('Provider for {purpose}').format(
-                purpose=shown(str(purpose).removeprefix('AICapabilities.'), 60)), shown(provider, 80),
+                purpose=quoted(str(purpose).removeprefix('AICapabilities.'), 60)), quoted(provider, 80),
                 why_not=_('Book AI has no use for this purpose'))])
     language = ai.get('llm_localized_results', viewer.get('llm_localized_results'))
     if language is not None:
@@ -244,7 +244,7 @@ def read(config_dir: str | None = None, libraries: Iterable[str] = ()) -> Calibr
 
 def named(calibre_name: object) -> str:
     """A provider's name from calibre's files, as a section's heading (never empty)."""
-    return shown(calibre_name, 80).strip() or _('(a provider with no name)')
+    return quoted(calibre_name, 80).strip() or _('(a provider with no name)')
 
 
 def guarded(section: str, setting: str, make: Callable[[], list[Item]]) -> list[Item]:
@@ -268,7 +268,7 @@ def read_json(path: str, found: CalibreSettings) -> dict:
     except OSError as e:
         return damaged(path, e.strerror or str(e), found)
     except (ValueError, RecursionError, MemoryError) as e:  # not JSON, not UTF-8, too deep or large, not a file
-        return damaged(path, shown(str(e) or type(e).__name__), found)
+        return damaged(path, quoted(str(e) or type(e).__name__), found)
     return data
 
 
@@ -324,9 +324,9 @@ def library_prefs(path: str, found: CalibreSettings, deadline: float | None = No
         elif 'too big' in text:
             reason = _('it holds a value larger than Book AI reads')
         else:
-            reason = shown(text)
+            reason = quoted(text)
     found.problems.append(_('The calibre library {path} could not be read: {reason}. Its fields are not carried '
-                            'over, and it is left as it is.').format(path=shown(path, LONGEST_PATH), reason=reason))
+                            'over, and it is left as it is.').format(path=quoted(path, LONGEST_PATH), reason=reason))
     return None
 
 
@@ -441,7 +441,7 @@ def calibre_labels() -> dict[str, str]:
 
 def setting_label(key: str) -> str:
     """A setting of a provider's, in the words of calibre's dialogs (never empty)."""
-    return calibre_labels().get(key) or shown(key, 80).strip() or _('(a setting with no name)')
+    return calibre_labels().get(key) or quoted(key, 80).strip() or _('(a setting with no name)')
 
 
 def value_words(key: str, value: object) -> str:
@@ -451,7 +451,7 @@ def value_words(key: str, value: object) -> str:
     if isinstance(value, bool):
         return _('yes') if value else _('no')
     if key == 'headers':
-        names = [shown(h[0], 60) for h in value[:20]]
+        names = [quoted(h[0], 60) for h in value[:20]]
         return ', '.join(f'{n}: …' for n in names) or _('none')
     if isinstance(value, (list, tuple)) and value:  # (id, name)
         value = value[0]
@@ -459,7 +459,7 @@ def value_words(key: str, value: object) -> str:
         value = value.get('id', '')
     if key == 'api_url' and isinstance(value, str):  # no user:password@, a look-alike host as punycode
         value = shown_address(value)
-    return shown(value, 200) if value != '' else _('(automatic)')
+    return quoted(value, 200) if value != '' else _('(automatic)')
 
 
 def provider_item(cls: type, key: str, value: object) -> Item:
@@ -469,10 +469,10 @@ def provider_item(cls: type, key: str, value: object) -> Item:
     setting = setting_label(key)
     kind = CALIBRE_KINDS.get(key)
     if kind is None:
-        return Item(section, setting, shown(value, 80),
+        return Item(section, setting, quoted(value, 80),
                     why_not=_('Book AI has no such setting for {provider}').format(provider=section))
     if not kind(value):
-        words = _('(hidden)') if key in ('api_key', 'headers') else shown(value, 80)  # never a key, even a wrong one
+        words = _('(hidden)') if key in ('api_key', 'headers') else quoted(value, 80)  # never a key, even a wrong one
         return Item(section, setting, words, why_not=_('it is not a value calibre writes for this setting'))
     if key == 'api_key':
         return key_item(cls, value)
@@ -610,16 +610,17 @@ def cover_items(value: object) -> list[Item]:
     """The choices of calibre's AI covers window (gprefs 'llm-cover-generation'), as Book AI's
     cover settings: each checked against the type calibre writes. A template calibre would run
     as Python is an item of its own, shown whole, carried over only with its own consent."""
-    from calibre_plugins.bookai.core.images import ASPECTS
+    from calibre_plugins.bookai.core.images import ASPECTS  # when calibre has cover settings only
+    # when calibre has cover settings only
     from calibre_plugins.bookai.covers.prompt import MAX_CALIBRE_TEMPLATE, MAX_INSTRUCTIONS, runs_code
     from calibre_plugins.bookai.covers.styles import MAX_KEY, MAX_NAME, MAX_TEMPLATE
     section = _('AI covers')
     if not isinstance(value, dict):
-        return [Item(section, _('Cover choices'), shown(value, 80), why_not=_('they are not settings calibre wrote'))]
+        return [Item(section, _('Cover choices'), quoted(value, 80), why_not=_('they are not settings calibre wrote'))]
     items = []
 
     def wrong(setting: str, key: str, why: str = '') -> None:
-        items.append(Item(section, setting, shown(value[key], 80),
+        items.append(Item(section, setting, quoted(value[key], 80),
                           why_not=why or _('it is not a value calibre writes for this setting')))
 
     aspect = value.get('aspect_ratio')
@@ -648,15 +649,15 @@ def cover_items(value: object) -> list[Item]:
         elif not all(c.isprintable() or c in '\n\r\t' for c in t):
             wrong(labels[ours], key, _('it has a control character'))
         elif len(t) > MAX_CALIBRE_TEMPLATE:
-            items.append(Item(section, labels[ours], shown(t, 80), why_not=_(
+            items.append(Item(section, labels[ours], quoted(t, 80), why_not=_(
                 'it is longer than {count} characters').format(count=MAX_CALIBRE_TEMPLATE)))
         elif t.strip() and runs_code(t):
-            items.append(Item(section, labels[ours], shown(t, 80), labels[ours],
+            items.append(Item(section, labels[ours], quoted(t, 80), labels[ours],
                               changes=Changes(prefs={'cover_templates': {ours: t}}), code=t))
         else:
             templates[ours] = t
     if any(templates.values()):
-        items.append(Item(section, _('Templates'), '; '.join(f'{k}: {shown(v, 80)}' for k, v in templates.items() if v),
+        items.append(Item(section, _('Templates'), '; '.join(f'{k}: {quoted(v, 80)}' for k, v in templates.items() if v),
                           _('Templates'), changes=Changes(prefs={'cover_templates': templates})))
     if 'include_comments' in value:
         if type(value['include_comments']) is bool:
@@ -671,7 +672,7 @@ def cover_items(value: object) -> list[Item]:
             not extra or is_prompt(extra))):
         wrong(_('Extra instructions'), 'extra_instructions')
     elif isinstance(extra, str) and extra.strip():
-        items.append(Item(section, _('Extra instructions'), shown(extra, 200), _('Extra instructions'),
+        items.append(Item(section, _('Extra instructions'), quoted(extra, 200), _('Extra instructions'),
                           changes=Changes(prefs={'cover_instructions': extra})))
     if 'custom_styles' in value:
         items.extend(styles_items(value['custom_styles'], MAX_KEY, MAX_NAME, MAX_TEMPLATE))
@@ -679,7 +680,7 @@ def cover_items(value: object) -> list[Item]:
     if last is not None and not (isinstance(last, str) and 0 < len(last) <= MAX_KEY and last.isprintable()):
         wrong(_('Cover style'), 'last_style')
     elif isinstance(last, str):
-        items.append(Item(section, _('Cover style'), shown(last, 80), _('Cover style'),
+        items.append(Item(section, _('Cover style'), quoted(last, 80), _('Cover style'),
                           changes=Changes(prefs={'cover_style': last})))
     return items
 
@@ -689,7 +690,7 @@ def styles_items(value: object, most_key: int, most_name: int, most_template: in
     styles. Their templates are the prompt's text, sent as they are: never evaluated."""
     section, setting = _('AI covers'), _('Custom styles')
     if not isinstance(value, list):
-        return [Item(section, setting, shown(value, 80), why_not=_('it is not a list of styles calibre wrote'))]
+        return [Item(section, setting, quoted(value, 80), why_not=_('it is not a list of styles calibre wrote'))]
 
     def good(s: object) -> bool:
         return isinstance(s, dict) and all(isinstance(s.get(k), str) for k in ('name', 'human_name', 'template')) \
@@ -706,7 +707,7 @@ def styles_items(value: object, most_key: int, most_name: int, most_template: in
         saved = [dict(s) for s in list_of(plugin_prefs()['cover_styles']) if isinstance(s, dict)]
         names = {s.get('name') for s in saved if isinstance(s.get('name'), str)}
         saved += [{k: s[k] for k in ('name', 'human_name', 'template')} for s in styles if s['name'] not in names]
-        items.append(Item(section, setting, ', '.join(f'"{shown(s["human_name"], 60)}"' for s in styles),
+        items.append(Item(section, setting, ', '.join(f'"{quoted(s["human_name"], 60)}"' for s in styles),
                           _('Saved styles'), changes=Changes(prefs={'cover_styles': saved})))
     return items
 
@@ -758,7 +759,7 @@ def language_item(value: object) -> Item:
     if value == 'never':
         return Item(section, setting, _('no'), _('Answer language: not asked for'),
                     changes=Changes(prefs={'answer_language': 'never'}))
-    return Item(section, setting, shown(value, 80), why_not=_('it is neither yes nor no'))
+    return Item(section, setting, quoted(value, 80), why_not=_('it is neither yes nor no'))
 
 
 def is_prompt(value: object) -> bool:
@@ -775,11 +776,11 @@ def actions_item(value: object, builtins: tuple[str, ...], pref: str, section: s
     never evaluated."""
     not_calibres = _('it is not a list of actions calibre wrote')
     if not isinstance(value, dict):
-        return Item(section, setting, shown(value, 80), why_not=not_calibres)
+        return Item(section, setting, quoted(value, 80), why_not=not_calibres)
     off = value.get('disabled_default_actions', [])
     customs = value.get('custom_actions', {})
     if not isinstance(off, list) or not all(isinstance(n, str) for n in off) or not isinstance(customs, dict):
-        return Item(section, setting, shown(value, 80), why_not=not_calibres)
+        return Item(section, setting, quoted(value, 80), why_not=not_calibres)
     disabled = set(off[:MOST_ACTIONS])
     custom, left = [], 0
     for title, spec in list(customs.items())[:MOST_ACTIONS]:
@@ -808,7 +809,7 @@ def actions_item(value: object, builtins: tuple[str, ...], pref: str, section: s
         entry.update(template=template, enabled=enabled)
     words = [_('{count} of calibre\'s own on').format(count=len([n for n in builtins if n not in disabled]))]
     if custom:
-        words.append(', '.join(f'"{shown(t, 60)}"' for t, _t, _e in custom))
+        words.append(', '.join(f'"{quoted(t, 60)}"' for t, _t, _e in custom))
     if left:
         words.append(ngettext('one not carried over: not an action calibre wrote',
                               '{count} not carried over: not actions calibre wrote', left).format(count=left))
@@ -823,7 +824,7 @@ def is_field_name(value: object, custom: bool) -> bool:
 def standard_fields_item(value: object) -> Item:
     setting = _('Fields sent with a question')
     if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
-        return Item(_('Library'), setting, shown(value, 80), why_not=_('it is not a list of fields'))
+        return Item(_('Library'), setting, quoted(value, 80), why_not=_('it is not a list of fields'))
     names = [n for n in value[:MOST_ACTIONS] if is_field_name(n, False)]
     return Item(_('Library'), setting, ', '.join(names) or _('none'),
                 _('Fields sent, for every library'), changes=Changes(prefs={'book_fields': sorted(set(names))}))
@@ -834,7 +835,7 @@ def custom_fields_item(path: str, found: CalibreSettings, deadline: float | None
     if got is None:
         return None
     library_id, raw = got
-    setting = _('Custom fields sent, library {path}').format(path=shown(path, 200))
+    setting = _('Custom fields sent, library {path}').format(path=quoted(path, 200))
     if library_id is None:
         return Item(_('Library'), setting, _('(unreadable)'), why_not=_('its id is not one calibre writes'))
     try:
@@ -853,9 +854,9 @@ def custom_fields_item(path: str, found: CalibreSettings, deadline: float | None
 
 def highlight_item(value: object) -> Item:
     if not isinstance(value, str) or len(value) > LONGEST_NAME or not value.isprintable():
-        return Item(_('E-book viewer'), _('Highlight style of notes'), shown(value, 80),
+        return Item(_('E-book viewer'), _('Highlight style of notes'), quoted(value, 80),
                     why_not=_('it is not the name of a style'))
-    return Item(_('E-book viewer'), _('Highlight style of notes'), shown(value), _('Highlight style of notes'),
+    return Item(_('E-book viewer'), _('Highlight style of notes'), quoted(value), _('Highlight style of notes'),
                 changes=Changes(prefs={'highlight_style': value}))
 
 
@@ -890,7 +891,7 @@ def carry_over(found: CalibreSettings, sections: Iterable[str] | None = None,
             store.set(name, 'api_key', key)
         except Exception as e:  # a keyring that refuses: said, and the rest goes on
             failed.append(_("The key of {provider} could not be kept: {reason}").format(
-                provider=provider_class(name).display_name, reason=shown(e)))
+                provider=provider_class(name).display_name, reason=quoted(e)))
     prefs = plugin_prefs()
     try:
         if changes.providers:
@@ -906,7 +907,7 @@ def carry_over(found: CalibreSettings, sections: Iterable[str] | None = None,
             prefs['book_custom_fields'] = {**(prefs.get('book_custom_fields') or {}), **changes.custom_fields}
         prefs['calibre_settings_offered'] = True
     except OSError as e:
-        from calibre_plugins.bookai.settings.prefs import not_saved
+        from calibre_plugins.bookai.settings.prefs import not_saved  # when carried over only
         failed.append(not_saved(prefs, e))
     return failed
 
@@ -914,7 +915,7 @@ def carry_over(found: CalibreSettings, sections: Iterable[str] | None = None,
 def offer_due(config_dir: str | None = None, libraries: Iterable[str] = ()) -> CalibreSettings | None:
     """What to offer to carry over, when Book AI never has and calibre's AI settings hold
     something it can take; else None. (The windows' first-use offer marks it offered before it
-    reads, in a thread: gui/from_calibre.py.)"""
+    reads, in a thread: gui/carry_over_offer.py.)"""
     if plugin_prefs()['calibre_settings_offered']:
         return None
     found = read(config_dir, libraries)

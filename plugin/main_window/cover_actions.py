@@ -42,13 +42,13 @@ from qt.core import (
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.images import Decoded, decode_images, structure
-from calibre_plugins.bookai.core.web_links import shown
+from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.covers.bulk import (
     CoverOutcome, StagedRun, book_requests, discard_run, new_staging_dir, run_covers, staged_runs,
 )
 from calibre_plugins.bookai.covers.library import BookGone, NotReplaced, library_id_of, replace_cover, undo_cover
 from calibre_plugins.bookai.covers.prompt import CoverChoices
-from calibre_plugins.bookai.covers.undo import CoverUndo, KeptCover, NotKept
+from calibre_plugins.bookai.covers.undo import CoverUndo, KeptCover, UndoNotKept
 from calibre_plugins.bookai.gui.cover_dialog import (
     BulkCoverDialog, CoverDialog, chosen_image_provider, cost_text, provider_problem, total_cost,
 )
@@ -113,7 +113,7 @@ def refresh_books(gui: 'Main', ids: Sequence[int]) -> None:
 
 def settings_opener(gui: 'Main') -> Callable[[], None]:
     def open_settings() -> None:
-        from calibre_plugins.bookai.gui.settings_dialog import show_settings
+        from calibre_plugins.bookai.gui.settings_dialog import show_settings  # on use: the settings only when asked for
         show_settings(gui, current_db(gui), tab='covers')
     return open_settings
 
@@ -149,7 +149,7 @@ def put_cover(db: Any, library_id: str, book_id: int, cover: Decoded | str, undo
     try:
         replace_cover(db, library_id, book_id, cover, undo)
         return None
-    except (BookGone, NotKept, NotReplaced) as e:
+    except (BookGone, UndoNotKept, NotReplaced) as e:
         return str(e)
     except Exception as e:  # anything else: this book's failure, in words, the others go on (the old cover is back)
         return _('The cover could not be written: {reason}').format(reason=f'{type(e).__name__}: {e}')
@@ -210,7 +210,7 @@ def apply_covers(gui: 'Main', library_id: str, items: Sequence[tuple[int, 'bytes
         if applied.failed:
             names = titles or {}
             error(gui, _('Some covers were not applied'), '<br>'.join(
-                escape(f'{shown(names.get(b, str(b)))}: {shown(why)}') for b, why in applied.failed))
+                escape(f'{one_line(names.get(b, str(b)))}: {one_line(why)}') for b, why in applied.failed))
         if then is not None:
             then(applied)
 
@@ -308,7 +308,7 @@ def make_covers(db: Any, ids: Sequence[int], choices: CoverChoices, provider: 'A
 
         def progress(done: int, total: int, outcome: CoverOutcome) -> None:
             tell(done / max(1, total), _('{done} of {total}: {title}').format(done=done, total=total,
-                                                                              title=shown(outcome.title)))
+                                                                              title=one_line(outcome.title)))
             if log is not None:
                 if outcome.status == 'made':
                     log(f'Made: {outcome.title} ({outcome.model})')
@@ -485,9 +485,9 @@ class CoverReview(QDialog):
             label = QLabel(f'<b>{escape(text)}</b>', inner)
             grid.addWidget(label, 0, col)
         for row, o in enumerate(made, start=1):
-            box = QCheckBox(shown(o.title) or str(o.book_id), inner)
+            box = QCheckBox(one_line(o.title) or str(o.book_id), inner)
             box.setChecked(True)
-            box.setToolTip(_('Model: {model}').format(model=shown(o.model)) if o.model else '')
+            box.setToolTip(_('Model: {model}').format(model=one_line(o.model)) if o.model else '')
             box.toggled.connect(self.update_state)
             self.boxes[o.book_id] = box
             grid.addWidget(box, row, 0, Qt.AlignmentFlag.AlignTop)
@@ -507,7 +507,7 @@ class CoverReview(QDialog):
         if failed:
             lines.append('<b>' + escape(ngettext('Not made for {count} book:', 'Not made for {count} books:',
                                                  len(failed)).format(count=len(failed))) + '</b>')
-            lines += [escape(f'{shown(o.title) or o.book_id}: {shown(o.error)}') for o in failed]
+            lines += [escape(f'{one_line(o.title) or o.book_id}: {one_line(o.error)}') for o in failed]
         if stopped:
             lines.append(escape(ngettext('Stopped before it was made: {count} book.',
                                          'Stopped before they were made: {count} books.',
@@ -613,7 +613,7 @@ class CoverReview(QDialog):
         image = qimage(decoded.pixels)
         if image.isNull():
             label.setText(_('Cannot be shown'))
-            label.setToolTip(shown(decoded.problem))
+            label.setToolTip(one_line(decoded.problem))
         else:
             label.setPixmap(QPixmap.fromImage(image))
 
@@ -751,7 +751,7 @@ def undo_covers(gui: 'Main', ids: Sequence[int]) -> None:
         elif not failed:
             say(gui, _('Book AI: there is no cover change to undo for the selected books.'))
         if failed:
-            error(gui, _('Cannot undo'), '<br>'.join(escape(shown(f)) for f in failed))
+            error(gui, _('Cannot undo'), '<br>'.join(escape(one_line(f)) for f in failed))
 
     def read() -> list[KeptCover | str | None]:  # in a thread: Book AI's cache, no Qt
         return [kept_for_undo(library_id, book_id, undo) for book_id in ids]
