@@ -436,13 +436,10 @@ def ask(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
         text = action.prompt(conv.books)
     else:
         text = args.prompt
-    # the provider ranks passages by meaning where the settings say so, as in the windows; --show-sent
-    # needs none, and ranks by words when none is set up
-    provider = ranking_provider(args) if args.show_sent else provider_for(args)
-    question = Question(text) if args.scope == 'metadata' else with_book_text(library, args, text, provider)
+    question = Question(text) if args.scope == 'metadata' else with_book_text(library, args, text)
     if args.show_sent:
         return show_sent(question.messages(conv), stdout)
-    assert provider is not None
+    provider = provider_for(args)
     # no places are kept with the command line's turns: their citations are printed, not linked
     messages = conv.ask(question.text, question.passages, question.spoiler_safe)
     answer, kept = answer_and_keep(library, conv, provider, messages, args, stdout)
@@ -453,13 +450,13 @@ def ask(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
     return OK if kept else NOT_WRITTEN
 
 
-def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str,
-                   provider: AIProviderPlugin | None = None) -> Question:
+def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str) -> Question:
     """The question with the passages of the book that --scope sends, from the format
     choose_format() picks: EPUB and KEPUB read directly, other formats converted by calibre in
-    this process, once (the text is kept in the text cache). Ranked by meaning too when
-    by_meaning(provider) says so, and within the reader's "Book text per question, at most",
-    as the windows do (conversation/question.py)."""
+    this process, once (the text is kept in the text cache). Ranked by meaning too where the
+    settings say so (by_meaning(): the provider set up, when it is one on this computer), and
+    within the reader's "Book text per question, at most", as the windows do
+    (conversation/question.py)."""
     if len(args.book) != 1:
         raise Exit(USAGE, _('Book text can be sent about one book at a time.'))
     if args.scope == 'selection' and not args.text:
@@ -486,7 +483,7 @@ def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str,
         position = saved_position(db.format_abspath(book_id, fmt), book)
     try:
         check_place(args.scope, position)  # before anything is embedded: nothing goes without a place
-        vectors = book_meaning(provider, args.scope, index, text)
+        vectors = book_meaning(ranking_provider(args), args.scope, index, text)
         return book_question(text, args.scope, book, index, position, args.text or '', None, *vectors)
     except NoPlace:
         raise Exit(USAGE, _('Book AI does not know where you are in this book, so it cannot keep to what you have '
@@ -586,7 +583,8 @@ def ask_library(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) 
 
 
 def ranking_provider(args: argparse.Namespace) -> AIProviderPlugin | None:
-    """provider_for(), or None when none is ready (--show-sent: then passages rank by words)."""
+    """provider_for(), or None when none is ready: passages then rank by words, and asking says
+    that no provider is ready once the book's text is found (--show-sent needs none)."""
     try:
         return provider_for(args)
     except Exit:

@@ -17,8 +17,6 @@ TOKENS = 24
 TINY_TOKENS = TOKENS  # caps every answer, also the command line's, which sends no token limit
 
 
-
-
 def test_configure_then_ask_streams_the_servers_answer(cli, sandbox, tiny):
     lib = sandbox.make_library(quick_start_epub())
     r = cli('ask', '--library', lib, '--book', '1', '--prompt', 'Who wrote it?')

@@ -32,8 +32,6 @@ def configure(sandbox, server):
     assert r.returncode == 0, r
 
 
-
-
 def test_a_quick_action_on_the_selection(sandbox, plugin_zip, library, tiny, endless, artifacts, host):
     sandbox.install(plugin_zip)
     configure(sandbox, tiny)

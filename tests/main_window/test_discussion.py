@@ -50,8 +50,6 @@ def answered(w):
     return w.conv.turns[-1]
 
 
-
-
 def plain(html):
     d = QTextDocument()
     d.setHtml(html)

@@ -46,8 +46,6 @@ def window(books, book_id=1):
     return w
 
 
-
-
 def send(w, question):
     w.panel.question.setPlainText(question)
     w.panel.send_button.click()
@@ -71,8 +69,6 @@ def window_with_a_first_answer(books, prefs, server, book_id=1):
     turn = answered(w)
     assert turn.answer and not turn.error, turn.error
     return w
-
-
 
 
 def other_threads():

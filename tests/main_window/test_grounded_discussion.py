@@ -61,8 +61,6 @@ def ask(w, question=QUESTION):
     return w.conv.turns[-1] if w.conv.turns else None
 
 
-
-
 def save_reading_position(books, book_id, fraction):
     """Keep a last-read place as calibre's E-book viewer does (tests/hosts/test_viewer_panel.py
     has the real viewer do it): a CFI, here the place of the paragraph at fraction of the book."""

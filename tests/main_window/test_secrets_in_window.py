@@ -28,8 +28,6 @@ def books(sandbox, tmp_path):
     return BookLibrary(db(str(path)).new_api, History(str(tmp_path / 'history')))
 
 
-
-
 def delta(model='m', **d):
     return json.dumps({'model': model, 'choices': [{'delta': d}]})
 

@@ -38,8 +38,6 @@ def smol():
         yield server
 
 
-
-
 def provider_for(name, server, **extra):
     settings = PATHS[name](server.base_url)
     settings.update({'model': server.model})
