@@ -100,7 +100,7 @@ STOPPED = 130  # Ctrl-C, by the shell's convention (128 + SIGINT)
 # What json.dumps(ensure_ascii=False) leaves raw and a terminal or a JSON-lines reader may obey: what
 # core/printable.py makes inert (json.dumps has written C0 as \u escapes already), and the line and
 # paragraph separators. Written as JSON's \u escapes, so the value read back is the same.
-JSON_RAW = re.compile(f'{CONTROL.pattern[:-1]}\u2028\u2029]')
+JSON_RAW = re.compile(f'{CONTROL.pattern}|[\u2028\u2029]')
 
 
 def say(stream: TextIO, text: str = '', end: str = '\n') -> None:

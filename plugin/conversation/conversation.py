@@ -214,8 +214,9 @@ def turn_from_dict(d: dict[str, Any]) -> Turn:
     answer, reasoning, model, error, finish_reason = (text_field(d, k) for k in (
         'answer', 'reasoning', 'model', 'error', 'finish_reason'))
     links, left_out = kept_links(WebLink(*pair) for pair in web_link_pairs(d))
-    return Turn(str(d['question']), answer, reasoning, one_line(model), usage, error, finish_reason, float(d.get('asked') or 0),
-                passages=str(d.get('passages') or ''), spoiler_safe=bool(d.get('spoiler_safe')),
+    return Turn(str(d['question']), answer, reasoning, one_line(model), usage, error, finish_reason,
+                float(d.get('asked') or 0), passages=str(d.get('passages') or ''),
+                spoiler_safe=bool(d.get('spoiler_safe')),
                 places=tuple(place_from_list(p) for p in d.get('places') or ()), web_links=links,
                 web_links_left_out=left_out + max(0, count_field(d, 'web_links_left_out') or 0))
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from calibre_plugins.bookai.conversation.prompts import library_block, passages_block
+from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import Message
 from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
-from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook
 from calibre_plugins.bookai.grounding.index import Index

@@ -33,7 +33,7 @@ def inert(text: str) -> str:
     tabs kept."""
     if not isinstance(text, str):
         return text
-    return CONTROL.sub(escape, text) if CONTROL.search(text) else text
+    return CONTROL.sub(escape, text)
 
 
 def one_line(text: str) -> str:

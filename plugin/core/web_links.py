@@ -36,6 +36,7 @@ from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.messages import WebLink
 from calibre_plugins.bookai.core.printable import one_line
 
+
 def is_web_address(url: str) -> bool:
     """Whether url is a web page's address that may be opened: http or https, with a host, of at
     most limits.MAX_WEB_LINK_URL_CHARS characters, with no space or unprintable character in it."""

@@ -125,7 +125,7 @@ def remember(choices: CoverChoices, style_name: str) -> None:
     p['cover_instructions'] = choices.instructions[:MAX_INSTRUCTIONS]
 
 
-def one_line(text: str, most: int = MAX_FIELD) -> str:
+def cover_line(text: str, most: int = MAX_FIELD) -> str:
     """text put on a cover: on one line, without control characters, at most `most` characters."""
     text = CONTROL.sub('', LINE_BREAKS.sub(' ', text))
     return text if len(text) <= most else text[:most - 1].rstrip() + '…'
@@ -150,7 +150,7 @@ def plain_series(mi: 'Metadata') -> str:
 
 def plain_texts(mi: 'Metadata') -> CoverTexts:
     """The title, authors and series as they are (no template), as put on the cover."""
-    return CoverTexts(one_line(plain_title(mi)), one_line(plain_authors(mi)), one_line(plain_series(mi)))
+    return CoverTexts(cover_line(plain_title(mi)), cover_line(plain_authors(mi)), cover_line(plain_series(mi)))
 
 
 def runs_code(template: str) -> bool:
@@ -209,7 +209,7 @@ def evaluate_texts(books: Sequence['Metadata'], templates: dict[str, str] | None
         for key in wanted:
             status, text = row.get(key, ('failed', ''))
             if status == 'ok' and isinstance(text, str):
-                values[key] = one_line(text)
+                values[key] = cover_line(text)
             elif status == 'slow':
                 slow[key] = slow.get(key, 0) + 1
             else:
@@ -217,7 +217,7 @@ def evaluate_texts(books: Sequence['Metadata'], templates: dict[str, str] | None
         texts.append(CoverTexts(**values))
     total = len(books)
     for key, (count, reason) in failed.items():
-        reason = one_line(reason, MAX_FAILURE) or _('no reason given')
+        reason = cover_line(reason, MAX_FAILURE) or _('no reason given')
         if total == 1:
             notes.append(_('The {field} template failed ({reason}): the {field} is used as it is.').format(
                 field=field_word(key), reason=reason))

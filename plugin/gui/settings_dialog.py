@@ -507,7 +507,8 @@ class SettingsWidget(QWidget):
     def import_from_calibre(self) -> None:
         """The import of calibre's AI settings; once something was carried over, the settings
         shown are read again (carried_over)."""
-        from calibre_plugins.bookai.gui.carry_over_offer import offer_on_demand  # on use: only when the reader does this
+        # on use: only when the reader does this
+        from calibre_plugins.bookai.gui.carry_over_offer import offer_on_demand
         path = getattr(getattr(self.db, 'backend', None), 'library_path', '')  # a library's new_api
         libraries = [path] if path else []
         if offer_on_demand(self, libraries):

@@ -210,8 +210,6 @@ class LMStudio(OpenAIChat):
     options = (TEMPERATURE,)
 
 
-# calibre 9.17's families for OpenRouter's automatic choice (calibre/ai/open_router/backend.py,
-# free_model_choice), in its order; the paid fallbacks leave gpt-oss out, as calibre does
 def number(value: object, kind: type = float) -> float | int:
     """value as a kind (float or int), 0 when it is none."""
     try:

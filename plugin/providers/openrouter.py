@@ -27,6 +27,8 @@ from calibre_plugins.bookai.providers.pricing import count
 load_translations()
 
 AUTO_MODEL = 'openrouter/auto'  # OpenRouter's own choice of a model for each question
+# calibre 9.17's families for OpenRouter's automatic choice (calibre/ai/open_router/backend.py,
+# free_model_choice), in its order; the paid fallbacks leave gpt-oss out, as calibre does
 OPENROUTER_FAMILIES = ('gemini', 'gpt-5', 'grok', 'gpt-oss', 'claude', 'deepseek')
 OPENROUTER_PAID_FAMILIES = ('gemini', 'gpt-5', 'grok', 'claude', 'deepseek')
 

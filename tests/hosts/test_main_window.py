@@ -215,7 +215,8 @@ def test_keys_the_user_set_are_kept(sandbox, plugin_zip, library, host):
         ['Ctrl+Alt+N'] if host == 'forky' else ['Ctrl+Shift+A'])
 
 
-TINY_TOKENS, TINY_CONTEXT = 32, 16384  # room for the book's passages: the tiny model's tokens are about a character each
+# room for the book's passages: the tiny model's tokens are about a character each
+TINY_TOKENS, TINY_CONTEXT = 32, 16384
 
 
 def test_discuss_a_book_in_calibre(sandbox, plugin_zip, library, tiny, artifacts):
