@@ -50,9 +50,10 @@ RESULTS = hosts.PROJECT / 'build' / 'test-results'
 PYTEST_MAIN = 'import sys, pytest; sys.exit(pytest.main(sys.argv[1:]))'
 
 
-def run_host(host, pytest_args, allow_skips, log=None):
+def run_host(host, pytest_args, allow_skips, log=None, threads=None):
     """Run the suite on host; returns (exit code, counts, seconds). With log (a path), what the
-    run prints goes there instead of to this terminal."""
+    run prints goes there instead of to this terminal. threads: the CPU threads its model servers
+    may use (its share of this machine's cores when hosts run at once; all of them otherwise)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     junit = RESULTS / f'{host}.xml'
     junit.unlink(missing_ok=True)
@@ -67,6 +68,7 @@ def run_host(host, pytest_args, allow_skips, log=None):
         'CALIBRE_CONFIG_DIRECTORY': str(scratch / 'calibre-config'),
         'CALIBRE_CACHE_DIRECTORY': str(scratch / 'calibre-cache'),
         'TMPDIR': str(scratch),
+        'BOOKAI_PEER_THREADS': str(threads or os.cpu_count() or 1),
     }
     if not allow_skips:
         env['BOOKAI_NO_SKIPS'] = '1'
@@ -99,7 +101,10 @@ def run_hosts(selected, pytest_args, allow_skips, jobs):
 
     def one(host):
         log = RESULTS / f'{host}.log'
-        result = run_host(host, pytest_args, allow_skips, log)
+        # each host's model servers get their share of the cores: llama.cpp's and
+        # stable-diffusion.cpp's threads wait for each other spinning, so two servers with a
+        # thread per core each, at once, can slow one another down many times over
+        result = run_host(host, pytest_args, allow_skips, log, threads=max(1, (os.cpu_count() or 1) // jobs))
         with lock:
             sys.stdout.write(log.read_text(errors='replace'))
             print(f'=== {host}: ended after {result[2]:.0f}s', flush=True)

@@ -30,11 +30,13 @@ def stand_in_gui(job_manager: bool = False) -> QWidget:
     return gui
 
 
-def wait_until(condition: Callable[[], object], timeout: float = 120) -> None:
-    """Run Qt's events until condition() holds; an AssertionError after timeout seconds."""
+def wait_until(condition: Callable[[], object], timeout: float = 120,
+               state: Callable[[], object] | None = None) -> None:
+    """Run Qt's events until condition() holds; an AssertionError after timeout seconds, saying
+    state() (what the test can see of where things stand) when given."""
     end = time.monotonic() + timeout
     while not condition():
         QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
         if time.monotonic() > end:
-            raise AssertionError('timed out waiting')
+            raise AssertionError(f'timed out waiting after {timeout:g} s' + (f': {state()!r}' if state else ''))
         time.sleep(0.005)

@@ -215,6 +215,12 @@ def peers_dir() -> Path:
     return path
 
 
+def peer_threads() -> str:
+    """The CPU threads a model server may use: dev/test.py gives each host running at once its share
+    of the machine's cores (BOOKAI_PEER_THREADS), so that the servers of two hosts never compete."""
+    return os.environ.get('BOOKAI_PEER_THREADS') or str(os.cpu_count() or 1)
+
+
 def peer_path(relative: str) -> Path:
     path = peers_dir() / relative
     if not path.exists():
@@ -481,7 +487,7 @@ class LlamaServer(_Peer):
 
     def _argv(self, port):
         argv = [str(self.binary), '-m', str(self.model_path), '--host', '127.0.0.1', '--port', str(port),
-                '-c', str(self.ctx), '-np', '1', '-t', '2', '--alias', self.model]
+                '-c', str(self.ctx), '-np', '1', '-t', peer_threads(), '--alias', self.model]
         if self.api_key is not None:
             argv += ['--api-key', self.api_key]
         return argv + self.extra_args
@@ -631,7 +637,7 @@ class SdServer(_Peer):
 
     def _argv(self, port):
         return [str(self.binary), '-m', str(self.model_path), '--listen-ip', '127.0.0.1',
-                '--listen-port', str(port or free_port()), '-t', '2', '--steps', str(self.steps),
+                '--listen-port', str(port or free_port()), '-t', peer_threads(), '--steps', str(self.steps),
                 '--cfg-scale', str(self.cfg), *self.extra_args]
 
     def _ready(self):

@@ -223,7 +223,7 @@ def test_use_this_cover_then_undo(qapp, prefs, books, said):
             when(lambda: not d.busy, d.use_button.click)
         on_modal(CoverDialog, use)
         covers.generate_cover(gui)
-        wait_until(lambda: gui.library_view.refreshed, timeout=60)
+        wait_until(lambda: gui.library_view.refreshed, timeout=60, state=lambda: said)
         assert gui.library_view.refreshed == [[GUIDE]] and gui.browser_refreshed == 1
         assert cover_size(db.cover(GUIDE)) == (512, 768)  # as calibre keeps it (a JPEG) on disk
         assert len(server.received) == 1
@@ -231,17 +231,17 @@ def test_use_this_cover_then_undo(qapp, prefs, books, said):
         assert not covers.undoable(gui, [LIGHTHOUSE])
         # Undo puts the old cover back, byte for byte, and then there is nothing more to undo
         covers.undo_covers(gui, [GUIDE, LIGHTHOUSE])
-        wait_until(lambda: len(gui.library_view.refreshed) == 2, timeout=30)
+        wait_until(lambda: len(gui.library_view.refreshed) == 2, timeout=30, state=lambda: said)
         assert db.cover(GUIDE) == old
         assert CoverUndo().books(library_id) == [] and not covers.undoable(gui, [GUIDE])
         assert said['error'] == []
         # a book that had no cover: Undo takes the new one off again
         assert not db.cover(LIGHTHOUSE)
         covers.apply_covers(gui, library_id, [(LIGHTHOUSE, new)])
-        wait_until(lambda: len(gui.library_view.refreshed) == 3, timeout=30)
+        wait_until(lambda: len(gui.library_view.refreshed) == 3, timeout=30, state=lambda: said)
         assert db.cover(LIGHTHOUSE)
         covers.undo_covers(gui, [LIGHTHOUSE])
-        wait_until(lambda: len(gui.library_view.refreshed) == 4, timeout=30)
+        wait_until(lambda: len(gui.library_view.refreshed) == 4, timeout=30, state=lambda: said)
         assert not db.cover(LIGHTHOUSE)
 
 
@@ -276,7 +276,7 @@ def test_many_books_with_a_failure_in_the_middle(qapp, prefs, books, said, artif
         db.set_cover({GUIDE: png('#34495e', 400, 600)})  # an old cover to see beside the new one
         before = {i: db.cover(i) for i in ids}
         job = start_bulk(gui, ids)
-        wait_until(lambda: job in gui.job_manager.jobs, timeout=10)  # in the Jobs panel
+        wait_until(lambda: job in gui.job_manager.jobs, timeout=10, state=lambda: said)  # in the Jobs panel
         assert job.description == 'Book AI: covers for 3 books' and job.killable
         w = the_review()
         assert len(server.received) == 3
@@ -290,7 +290,7 @@ def test_many_books_with_a_failure_in_the_middle(qapp, prefs, books, said, artif
         failures = w.failures.text()
         assert 'Not made for 1 book' in failures and 'The Quince Orchard: A &quot;Tale&quot;' in failures
         assert 'safety system' in failures
-        wait_until(lambda: thumbnails_loaded(w), timeout=30)
+        wait_until(lambda: thumbnails_loaded(w), timeout=30, state=lambda: said)
         assert w.thumbs[(LIGHTHOUSE, 'old')].text() == 'No cover'
         assert w.thumbs[(LIGHTHOUSE, 'new')].pixmap().height() == covers.THUMB_SIDE
         assert w.thumbs[(GUIDE, 'old')].pixmap().height() == covers.THUMB_SIDE
@@ -301,11 +301,11 @@ def test_many_books_with_a_failure_in_the_middle(qapp, prefs, books, said, artif
         w.boxes[GUIDE].setChecked(False)
         staging = w.run.staging_dir
         w.apply_selected_button.click()
-        wait_until(lambda: not covers.reviews and gui.library_view.refreshed, timeout=30)
+        wait_until(lambda: not covers.reviews and gui.library_view.refreshed, timeout=30, state=lambda: said)
         assert gui.library_view.refreshed == [[LIGHTHOUSE]]
         assert cover_size(db.cover(LIGHTHOUSE)) == (512, 768)
         assert db.cover(ORCHARD) == before[ORCHARD] and db.cover(GUIDE) == before[GUIDE]
-        wait_until(lambda: not os.path.exists(staging), timeout=10)
+        wait_until(lambda: not os.path.exists(staging), timeout=10, state=lambda: said)
         assert said['error'] == [] and gui.job_failures == []
 
 
@@ -318,7 +318,7 @@ def test_stopped_half_way(qapp, prefs, books, said):
         ids = [LIGHTHOUSE, ORCHARD, ALMANAC, GUIDE]
         before = {i: db.cover(i) for i in ids}
         job = start_bulk(gui, ids)
-        wait_until(lambda: len(server.received) == 2, timeout=60)
+        wait_until(lambda: len(server.received) == 2, timeout=60, state=lambda: said)
         gui.job_manager.kill_job(job, None)  # the Jobs panel's Stop
         w = the_review()
         assert job.killed and len(server.received) == 2  # no request after Stop
@@ -328,7 +328,7 @@ def test_stopped_half_way(qapp, prefs, books, said):
         staging = w.run.staging_dir
         w.discard_button.click()
         assert said['question'] == ['Discard the new cover? The book keeps its cover.']
-        wait_until(lambda: not covers.reviews and not os.path.exists(staging), timeout=10)
+        wait_until(lambda: not covers.reviews and not os.path.exists(staging), timeout=10, state=lambda: said)
         assert {i: db.cover(i) for i in ids} == before and gui.library_view.refreshed == []
 
 
@@ -342,12 +342,12 @@ def test_a_library_switch_while_the_job_runs(qapp, prefs, sandbox, books, said):
         covers_a = {i: a.new_api.cover(i) for i in TITLES}
         covers_b = {i: b.new_api.cover(i) for i in TITLES}
         job = start_bulk(gui, [LIGHTHOUSE, ORCHARD])
-        wait_until(lambda: len(server.received) == 2, timeout=60)
+        wait_until(lambda: len(server.received) == 2, timeout=60, state=lambda: said)
         # calibre switches to library B (as action.py passes it on) while the covers are being made
         covers.library_about_to_change(gui, str(b.library_id))
         gui.current_db = b
         covers.library_changed(gui)
-        wait_until(lambda: job not in covers.jobs, timeout=60)
+        wait_until(lambda: job not in covers.jobs, timeout=60, state=lambda: said)
         QApplication.processEvents()
         assert covers.reviews == []  # no review in library B
         assert any('for the library Library A' in m and 'Review generated covers' in m
@@ -356,28 +356,28 @@ def test_a_library_switch_while_the_job_runs(qapp, prefs, sandbox, books, said):
         assert {i: a.new_api.cover(i) for i in TITLES} == covers_a
         # asked for in library B, the review names where the covers wait, and applies nothing here
         covers.review_covers(gui)
-        wait_until(lambda: said['info'], timeout=30)
+        wait_until(lambda: said['info'], timeout=30, state=lambda: said)
         assert 'Some are waiting for: Library A' in said['info'][0] and covers.reviews == []
         # once library A is open again, they are there to review and apply
         covers.library_about_to_change(gui, str(a.library_id))
         gui.current_db = a
         gui.status_bar.messages.clear()
         covers.library_changed(gui)
-        wait_until(lambda: gui.status_bar.messages, timeout=30)
+        wait_until(lambda: gui.status_bar.messages, timeout=30, state=lambda: said)
         assert '2 new covers wait for your review' in gui.status_bar.messages[0]
         covers.review_covers(gui)
         w = the_review()
         assert sorted(w.boxes) == [LIGHTHOUSE, ORCHARD] and 'Library A' in w.header.text()
         # a switch closes the review, and keeps the covers for later
         covers.library_about_to_change(gui, str(b.library_id))
-        wait_until(lambda: not covers.reviews, timeout=10)
+        wait_until(lambda: not covers.reviews, timeout=10, state=lambda: said)
         assert [r.library_id for r in staged_runs()].count(str(a.library_id)) == 1
         covers.review_covers(gui)
         w = the_review()
         w.apply_all_button.click()
         assert said['question'] == ['Replace the covers of 2 books with the new ones? Undo cover change can put '
                                     'the old ones back.']
-        wait_until(lambda: not covers.reviews and gui.library_view.refreshed, timeout=30)
+        wait_until(lambda: not covers.reviews and gui.library_view.refreshed, timeout=30, state=lambda: said)
         assert cover_size(a.new_api.cover(LIGHTHOUSE)) == cover_size(a.new_api.cover(ORCHARD)) == (512, 768)
         assert {i: b.new_api.cover(i) for i in TITLES} == covers_b
         assert not [r for r in staged_runs() if r.library_id == str(a.library_id)]
@@ -397,7 +397,7 @@ def test_apply_all_asks_first(qapp, prefs, books, said):
         QApplication.processEvents()
         assert covers.reviews == [w] and {i: db.cover(i) for i in TITLES} == before
         w.reject()  # closed: kept for later
-        wait_until(lambda: not covers.reviews, timeout=10)
+        wait_until(lambda: not covers.reviews, timeout=10, state=lambda: said)
         assert [len(r.made) for r in staged_runs() if r.library_id == str(db.library_id)] == [2]
 
 
@@ -412,7 +412,7 @@ def test_a_job_that_made_nothing(qapp, prefs, books, said):
         assert 'The Quince Orchard: A &quot;Tale&quot;' in w.failures.text() and 'No credit left' in w.failures.text()
         staging = w.run.staging_dir
         w.reject()
-        wait_until(lambda: not os.path.exists(staging), timeout=10)
+        wait_until(lambda: not os.path.exists(staging), timeout=10, state=lambda: said)
         assert said['question'] == [] and gui.library_view.refreshed == []
 
 
@@ -437,7 +437,7 @@ def test_covers_of_a_run_calibre_closed_on_are_offered_for_review(qapp, prefs, b
     covers.filling.add(staging)  # as if this calibre's own job were still making it
     try:
         covers.review_covers(gui)
-        wait_until(lambda: said['info'], timeout=30)
+        wait_until(lambda: said['info'], timeout=30, state=lambda: said)
         assert covers.reviews == [] and 'No new covers are waiting for review.' in said['info'][0]
     finally:
         covers.filling.discard(staging)
@@ -500,15 +500,15 @@ def test_no_image_from_outside_is_decoded_in_calibres_process(qapp, prefs, books
             when(lambda: not d.busy, d.use_button.click)
         on_modal(CoverDialog, use)
         covers.generate_cover(gui)
-        wait_until(lambda: gui.library_view.refreshed, timeout=60)
+        wait_until(lambda: gui.library_view.refreshed, timeout=60, state=lambda: said)
         job = start_bulk(gui, [LIGHTHOUSE, ORCHARD])
         w = the_review()
         assert job.description == 'Book AI: covers for 2 books'
-        wait_until(lambda: thumbnails_loaded(w), timeout=60)
+        wait_until(lambda: thumbnails_loaded(w), timeout=60, state=lambda: said)
         w.apply_all_button.click()
-        wait_until(lambda: not covers.reviews and len(gui.library_view.refreshed) == 2, timeout=60)
+        wait_until(lambda: not covers.reviews and len(gui.library_view.refreshed) == 2, timeout=60, state=lambda: said)
         covers.undo_covers(gui, [GUIDE, LIGHTHOUSE, ORCHARD])
-        wait_until(lambda: len(gui.library_view.refreshed) == 3, timeout=30)
+        wait_until(lambda: len(gui.library_view.refreshed) == 3, timeout=30, state=lambda: said)
         assert gui.library_view.refreshed[-1] == [LIGHTHOUSE, ORCHARD, GUIDE]
         assert not db.cover(LIGHTHOUSE) and db.cover(GUIDE) == originals[GUIDE] and said['error'] == []
     kinds = [w for w, _, _ in where]
@@ -563,7 +563,7 @@ def test_the_review_with_crafted_covers_says_each_and_loses_nothing(qapp, prefs,
                    'total': len(outcomes), 'outcomes': [outcome_json(o) for o in outcomes]}, f)
     before = {book_id: db.cover(book_id) for book_id in ids + [good]}
     w = covers.open_review(gui, load_run(staging))
-    wait_until(lambda: thumbnails_loaded(w), timeout=120)
+    wait_until(lambda: thumbnails_loaded(w), timeout=120, state=lambda: said)
     for book_id, (_ext, _data, words) in zip(ids, crafted):
         label = w.thumbs[(book_id, 'new')]
         assert label.text() == 'Cannot be shown' and label.toolTip().startswith('The new cover ') and (
@@ -571,7 +571,7 @@ def test_the_review_with_crafted_covers_says_each_and_loses_nothing(qapp, prefs,
     assert w.thumbs[(good, 'new')].pixmap().height() == covers.THUMB_SIDE
     assert w.thumbs[(good, 'old')].pixmap().height() == covers.THUMB_SIDE
     w.apply_all_button.click()
-    wait_until(lambda: not covers.reviews and gui.library_view.refreshed, timeout=120)
+    wait_until(lambda: not covers.reviews and gui.library_view.refreshed, timeout=120, state=lambda: said)
     assert gui.library_view.refreshed == [[good]]
     assert cover_size(db.cover(good)) == (512, 768) and db.cover(good) != before[good]
     (failures,) = said['error']
@@ -580,6 +580,6 @@ def test_the_review_with_crafted_covers_says_each_and_loses_nothing(qapp, prefs,
         assert db.cover(book_id) == before[book_id]  # byte for byte, or still none
     assert CoverUndo().books(library_id) == [good]
     covers.undo_covers(gui, ids + [good])
-    wait_until(lambda: len(gui.library_view.refreshed) == 2, timeout=60)
+    wait_until(lambda: len(gui.library_view.refreshed) == 2, timeout=60, state=lambda: said)
     assert db.cover(good) == before[good] and CoverUndo().books(library_id) == []
     assert len(said['error']) == 1  # Undo: nothing to say for the books that had nothing to undo
