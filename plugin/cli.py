@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from calibre_plugins.bookai.conversation.actions import find_action, library_actions
 from calibre_plugins.bookai.conversation.conversation import Conversation
-from calibre_plugins.bookai.conversation.history import ConversationNotKept
+from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.question import (
     MEANING_FAILED, Question, book_question, by_meaning, library_book_text, library_question, meaning,
@@ -381,28 +381,20 @@ def settings_problems(stderr: TextIO, told: Sequence[str] = ()) -> list[str]:
     return now
 
 
-def answer_and_keep(library: BookLibrary, conv: Conversation, provider: AIProviderPlugin, messages: list[Message],
+def answer_and_keep(library: BookLibrary, conv: Conversation, provider: AIProviderPlugin, question: Question,
                     args: argparse.Namespace, stdout: TextIO) -> tuple[Answer, bool]:
-    """Stream provider's answer to messages, finish conv with it and keep it in the library's
-    History. Returns (Answer, whether it was kept); raises the Exit for Ctrl-C (what came is
-    kept)."""
-    answer = stream_answer(provider, messages, args, stdout)
-    conv.finish(answer, provider.name)
-    kept = keep(library, conv)
-    if stop := stopped(answer, kept):
+    """question asked in conv of provider as the windows ask it (conversation.exchange): the
+    answer streams to stdout, finishes conv and is kept in the library's History. Returns
+    (Answer, whether it was kept: if not, said on standard error); raises the Exit for Ctrl-C
+    (what came is kept)."""
+    exchange = Exchange(conv, provider, question, use_model=args.model or '')
+    stream_answer(exchange, args, stdout)
+    not_kept = exchange.finish(library.history.save)
+    if not_kept:
+        say(sys.stderr, not_kept)
+    if stop := stopped(exchange.answer, not not_kept):
         raise stop
-    return answer, kept
-
-
-def keep(library: BookLibrary, conv: Conversation) -> bool:
-    """Save conv in the library's History. When it cannot be, say why on standard error
-    (the answer was printed already) and return False."""
-    try:
-        library.history.save(conv)
-    except ConversationNotKept as e:
-        say(sys.stderr, _('The conversation could not be kept in the History: {error}').format(error=e))
-        return False
-    return True
+    return exchange.answer, not not_kept
 
 
 def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
@@ -440,9 +432,7 @@ def ask(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
     if args.show_sent:
         return show_sent(question.messages(conv), stdout)
     provider = provider_for(args)
-    # no places are kept with the command line's turns: their citations are printed, not linked
-    messages = conv.ask(question.text, question.passages, question.spoiler_safe)
-    answer, kept = answer_and_keep(library, conv, provider, messages, args, stdout)
+    answer, kept = answer_and_keep(library, conv, provider, question, args, stdout)
     if question.excerpt is not None and answer.failed is None:
         show_citations(answer.text, question.excerpt, args.json, stdout)
     if answer.failed is not None:
@@ -574,8 +564,7 @@ def ask_library(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) 
     if args.show_sent:
         return show_sent(question.messages(conv), stdout)
     provider = provider_for(args)
-    messages = conv.ask(question.text, question.passages)  # without the places, as in ask()
-    answer, kept = answer_and_keep(library, conv, provider, messages, args, stdout)
+    answer, kept = answer_and_keep(library, conv, provider, question, args, stdout)
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
     show_library_citations(answer.text, question.excerpt, args.json, stdout)
@@ -601,15 +590,14 @@ def provider_for(args: argparse.Namespace) -> AIProviderPlugin:
     return provider
 
 
-def stream_answer(provider: AIProviderPlugin, messages: list[Message], args: argparse.Namespace,
-                  stdout: TextIO) -> Answer:
-    """Send messages; the answer streams to stdout (as text, or as --json events). Returns the
-    Answer. Ctrl-C stops it as Stop does in a window: the stream ends with a cancelled Done
-    (a "done" event whose finish_reason is "cancelled"), and what came is kept (see stopped())."""
-    answer, cancel = Answer(), CancelToken()
-    with ctrl_c_cancels(cancel):
-        for chunk in provider.text_chat(messages, use_model=args.model or '', cancel=cancel):
-            answer.add(chunk)
+def stream_answer(exchange: Exchange, args: argparse.Namespace, stdout: TextIO) -> None:
+    """exchange's question sent; the answer streams to stdout (as text, or as --json events).
+    Ctrl-C stops it as Stop does in a window: the stream ends with a cancelled Done (a "done"
+    event whose finish_reason is "cancelled"), and what came is kept (see stopped())."""
+    answer = exchange.answer
+    with ctrl_c_cancels(exchange.cancel):
+        for chunk in exchange.chunks():
+            exchange.take(chunk)
             if args.json:
                 for event in events_of(chunk):
                     emit(stdout, event)
@@ -626,7 +614,6 @@ def stream_answer(provider: AIProviderPlugin, messages: list[Message], args: arg
         if left_out:
             say(stdout, ngettext('{count} more page the answer named is not shown.',
                                  '{count} more pages the answer named are not shown.', left_out).format(count=left_out))
-    return answer
 
 
 @contextmanager
@@ -650,7 +637,7 @@ def ctrl_c_cancels(cancel: CancelToken) -> Iterator[None]:
 
 def stopped(answer: Answer, kept: bool = True) -> Exit | None:
     """The Exit for an answer stopped by Ctrl-C, else None. kept: whether the conversation
-    could be kept in the history (if not, keep() said so already)."""
+    could be kept in the history (if not, answer_and_keep() said so already)."""
     if answer.failed is None and answer.done is not None and answer.done.finish_reason == 'cancelled':
         return Exit(STOPPED, _('Stopped: the part of the answer that came is kept in the history.') if kept
                     else _('Stopped.'))

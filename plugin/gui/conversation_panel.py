@@ -9,7 +9,7 @@ and not while one is coming.
 A question is sent from a worker thread (gui.worker) and its answer streams back
 into the chat. Stop cancels it; an error is shown in words inside the
 conversation, nothing said before is lost, and Retry asks again. Every finished
-turn is handed to keep() (the History). closing() stops an answer that is still
+turn is kept by the keep given (the History). closing() stops an answer that is still
 coming and keeps what came.
 
 With a Grounding (gui.passages), the panel has a "Book text" row: passages of the
@@ -30,11 +30,12 @@ from qt.core import (
 )
 
 from calibre_plugins.bookai.conversation.conversation import Conversation, usage_text
+from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.notes import conversation_markdown
 from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.conversation.question import MEANING_FAILED, Question, book_question, by_meaning, meaning
 from calibre_plugins.bookai.core.cancel import CancelToken
-from calibre_plugins.bookai.core.messages import Answer, Chunk, Done, Failed, ReasoningDelta, TextDelta
+from calibre_plugins.bookai.core.messages import Answer, Chunk, ReasoningDelta, TextDelta
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
 from calibre_plugins.bookai.grounding.scopes import NoPlace, Place, check_place
 from calibre_plugins.bookai.gui.book_text import BookText
@@ -85,7 +86,8 @@ class ConversationPanel(QWidget):
         self.conv = conversation
         self.keep_conversation, self.save, self.open_settings, self.intro = keep, save, settings, intro
         self.prepare, self.grounding = prepare, grounding
-        self.cancel = self.answer = self.asking = self.loading = self.loading_cancel = None
+        self.exchange: Exchange | None = None  # the question whose answer is coming
+        self.loading = self.loading_cancel = None
         self.closed = False
         self.setup_ui(save_text, placeholder)
 
@@ -381,36 +383,43 @@ class ConversationPanel(QWidget):
                 return False
             if consent and d.dont_ask is not None and d.dont_ask.isChecked():
                 remember_consent(self.books_key(), provider)
-        replaced = self.conv.retry_question() != ''
-        messages = self.conv.ask(question.text, question.passages, question.spoiler_safe, question.places)
-        if replaced:  # a failed turn is asked again: it goes away
+        self.exchange = exchange = Exchange(self.conv, provider, question)
+        if exchange.replaces_failed:  # a failed turn is asked again: it goes away
             self.chat.show_conversation(self.conv.turns[:-1], self.assistant(provider), self.intro_html())
-        self.asking = provider
-        self.answer = Answer()
-        index = len(self.conv.turns) - 1
-        turn = self.conv.turns[index]
         answering = _('{assistant} is answering…').format(assistant=self.assistant(provider))
-        self.chat.begin_answer(question.text, answering, citing(index, turn), sent_note(turn))
-        self.cancel = stream_in_thread(provider, messages, self.on_chunk, use_model=self.conv.model)
+        self.chat.begin_answer(question.text, answering, citing(exchange.index, exchange.turn),
+                               sent_note(exchange.turn))
+        stream_in_thread(exchange.chunks, exchange.cancel, self.on_chunk)
         self.update_state()
         return True
 
+    @property
+    def cancel(self) -> CancelToken | None:
+        """Stop for the answer that is coming, if one is."""
+        return self.exchange.cancel if self.exchange is not None else None
+
+    @property
+    def answer(self) -> Answer | None:
+        """What came of the answer that is coming, if one is."""
+        return self.exchange.answer if self.exchange is not None else None
+
     def on_chunk(self, chunk: Chunk, cancel: CancelToken) -> None:
-        if self.closed or cancel is not self.cancel:
+        exchange = self.exchange
+        if self.closed or exchange is None or cancel is not exchange.cancel:
             return  # closed, or an answer stopped by a new conversation: it is no longer shown
-        self.answer.add(chunk)
-        if isinstance(chunk, TextDelta):
+        if exchange.take(chunk):
+            self.finish_answer()
+        elif isinstance(chunk, TextDelta):
             self.chat.add_text(chunk.text)
         elif isinstance(chunk, ReasoningDelta):
             self.chat.add_reasoning(chunk.text)
-        elif isinstance(chunk, (Done, Failed)):
-            self.finish_answer()
 
     def finish_answer(self) -> None:
-        turn = self.conv.finish(self.answer, self.asking.name)
-        self.chat.end_answer(len(self.conv.turns) - 1, turn, self.assistant(self.asking))
-        self.cancel = self.answer = self.asking = None
-        self.keep()
+        exchange, self.exchange = self.exchange, None
+        not_kept = exchange.finish(self.keep_conversation)
+        self.chat.end_answer(exchange.index, exchange.turn, self.assistant(exchange.provider))
+        if not_kept:
+            self.show_notice(not_kept)
         self.update_state()
 
     def stop(self) -> None:
@@ -438,22 +447,13 @@ class ConversationPanel(QWidget):
         if question:
             self.ask(question)
 
-    def keep(self) -> None:
-        if self.keep_conversation is None:
-            return
-        try:
-            self.keep_conversation(self.conv)
-        except OSError as e:
-            self.show_notice(_('The conversation could not be kept in the History: {error}').format(error=e))
-
     def closing(self) -> None:
         """Stop an answer that is streaming; what came of it is kept as a stopped turn."""
         if self.loading is not None:
             self.loading = None
             self.cancel_loading()
-        if self.cancel is not None:
-            self.cancel.cancel()
-            self.answer.add(Done(model=self.conv.model, finish_reason='cancelled'))
+        if self.exchange is not None:
+            self.exchange.stopped_here()
             self.finish_answer()
         self.closed = True
 

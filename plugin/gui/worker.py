@@ -30,16 +30,14 @@ GarbageCollector); its E-book viewer does not, so Book AI does it there with cal
 
 import gc
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from qt.core import QApplication, QObject, QTimer, pyqtSignal
 
 from calibre_plugins.bookai.core.cancel import CancelToken
-from calibre_plugins.bookai.core.messages import Chunk, Message
+from calibre_plugins.bookai.core.messages import Chunk
 
-if TYPE_CHECKING:
-    from calibre_plugins.bookai.providers.base import AIProviderPlugin
 
 
 def collect_garbage_on_gui_thread() -> None:
@@ -144,21 +142,20 @@ class StreamRelay(QObject):
     ended = pyqtSignal()
 
 
-def stream_in_thread(provider: 'AIProviderPlugin', messages: Sequence[Message],
-                     on_chunk: Callable[[Chunk, CancelToken], object], use_model: str = '',
-                     cancel: CancelToken | None = None) -> CancelToken:
-    """Read provider.text_chat(messages) in a thread; on_chunk(chunk, cancel) is called on the
-    GUI thread for each chunk (the last one is a Done or a Failed). The CancelToken
-    given (or made) stops it: the stream then ends with a cancelled Done. Chunks already
-    on their way still arrive after Stop: the token tells which request they are of."""
-    cancel = cancel or CancelToken()
+def stream_in_thread(chunks: Callable[[], Iterable[Chunk]], cancel: CancelToken,
+                     on_chunk: Callable[[Chunk, CancelToken], object]) -> None:
+    """Read chunks() (an answer's stream, conversation.exchange.Exchange.chunks: it never raises,
+    and its last chunk is a Done or a Failed) in a thread; on_chunk(chunk, cancel) is called on
+    the GUI thread for each. cancel is the stream's Stop: the stream then ends with a cancelled
+    Done. Chunks already on their way still arrive after Stop: the token tells which request
+    they are of."""
     relay = StreamRelay(QApplication.instance())
     relay.chunk.connect(on_chunk)
     relay.ended.connect(relay.deleteLater)
 
     def target() -> None:
-        try:  # text_chat never raises: errors arrive as a Failed chunk
-            for chunk in provider.text_chat(messages, use_model=use_model, cancel=cancel):
+        try:
+            for chunk in chunks():
                 relay.chunk.emit(chunk, cancel)
             relay.ended.emit()
         except RuntimeError:  # the application is gone (calibre quit mid-answer)
@@ -166,4 +163,3 @@ def stream_in_thread(provider: 'AIProviderPlugin', messages: Sequence[Message],
 
     collect_garbage_on_gui_thread()
     threading.Thread(target=target, daemon=True, name='BookAI-stream').start()
-    return cancel

@@ -1,0 +1,80 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""One question sent and answered: the one way the discussion window, Ask my library, the
+viewer's panel and the command line send a Question (conversation/question.py), read its
+answer's stream, finish the conversation's turn with it and keep the conversation in the
+History. So the same question with the same settings sends the same request from each.
+
+Nothing here waits on a window: the windows read chunks() in a thread and hand each chunk
+to take() on the GUI thread (gui/worker.stream_in_thread); the command line does both in
+its own thread. Stop is the exchange's CancelToken: the stream then ends with a cancelled
+Done, and what came is kept as a stopped turn.
+"""
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.core.messages import Answer, Chunk, Done, Failed, Message
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.conversation.conversation import Conversation, Turn
+    from calibre_plugins.bookai.conversation.question import Question
+    from calibre_plugins.bookai.providers.base import AIProviderPlugin
+
+load_translations()
+
+NOT_KEPT = _('The conversation could not be kept in the History: {error}')
+
+
+class Exchange:
+    """question asked in conv of provider: the turn it starts, the messages that go (exactly
+    what "What will be sent" shows), the answer as it comes, and how the turn ends. use_model:
+    the model asked for on the command line; by default the one the conversation's first answer
+    pinned (or the provider's own)."""
+
+    def __init__(self, conv: 'Conversation', provider: 'AIProviderPlugin', question: 'Question',
+                 use_model: str = '') -> None:
+        self.conv, self.provider = conv, provider
+        self.replaces_failed = conv.retry_question() != ''  # a failed last turn is asked again: it goes
+        self.messages: list[Message] = conv.ask(question.text, question.passages, question.spoiler_safe,
+                                                question.places)
+        self.use_model = use_model or conv.model
+        self.answer = Answer()
+        self.cancel = CancelToken()
+
+    @property
+    def index(self) -> int:
+        """The turn's place in the conversation."""
+        return len(self.conv.turns) - 1
+
+    @property
+    def turn(self) -> 'Turn':
+        return self.conv.turns[self.index]
+
+    def chunks(self) -> Iterator[Chunk]:
+        """The answer's stream, ending with a Done or a Failed (it never raises: errors come as a
+        Failed chunk); Stop (self.cancel) ends it with a cancelled Done."""
+        return self.provider.text_chat(self.messages, use_model=self.use_model, cancel=self.cancel)
+
+    def take(self, chunk: Chunk) -> bool:
+        """Add chunk to the answer; whether it was the last one."""
+        self.answer.add(chunk)
+        return isinstance(chunk, (Done, Failed))
+
+    def stopped_here(self) -> None:
+        """Stop when the stream cannot end on its own any more (its window closes): the answer ends
+        as Stop ends it, with a cancelled Done."""
+        self.cancel.cancel()
+        self.take(Done(model=self.conv.model, finish_reason='cancelled'))
+
+    def finish(self, keep: 'Callable[[Conversation], object] | None') -> str:
+        """The turn finished with the answer, then the conversation kept by keep (the History's
+        save, which raises OSError). '' when kept, else why not, in a sentence (NOT_KEPT)."""
+        self.conv.finish(self.answer, self.provider.name)
+        if keep is None:
+            return ''
+        try:
+            keep(self.conv)
+        except OSError as e:
+            return NOT_KEPT.format(error=e)
+        return ''
