@@ -121,6 +121,15 @@ def run_quick(pytest_args):
     if not shutil.which('calibre-debug'):
         raise SystemExit('calibre-debug is not on PATH: the quick run needs calibre '
                          '(on Debian: apt-get install calibre python3-pytest python3-hypothesis)')
+    # a plain loop: calibre-debug -c runs the code inside a function, where a comprehension would
+    # not see the import
+    found = subprocess.run(['calibre-debug', '-c', 'import importlib.util\nfor m in ("pytest", "hypothesis"):\n'
+                            '    print(m, importlib.util.find_spec(m) is not None)'],
+                           capture_output=True, text=True)
+    missing = [m for m in ('pytest', 'hypothesis') if f'{m} True' not in found.stdout.splitlines()]
+    if missing:
+        raise SystemExit(f'The quick run needs {" and ".join(missing)} in calibre\'s Python; on Debian: '
+                         f'sudo apt-get install {" ".join("python3-" + m for m in missing)}')
     scratch = Path(tempfile.mkdtemp(prefix='bookai-quick-'))
     (scratch / 'calibre-config').mkdir()
     (scratch / 'runtime').mkdir(mode=0o700)
