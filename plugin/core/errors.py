@@ -215,7 +215,8 @@ class Secrets:
         if not text or self._pattern is None or not isinstance(text, str):
             return text
         folded = folded_as(text)
-        if self._starts is None or self._starts.search(folded) is None:  # nowhere could a secret begin: the one search most texts take
+        # nowhere could a secret begin: the one search most texts take
+        if self._starts is None or self._starts.search(folded) is None:
             return text
         text = self._replaced(text, folded)
         body = text[:-1] if text.endswith(CUT_MARK) else text

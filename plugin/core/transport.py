@@ -522,7 +522,8 @@ class Route:
 
     def connection(self, timeout: float, tls_context: ssl.SSLContext | None = None) -> Connection:
         """A new, unconnected connection for this route."""
-        host, port = (self.host, self.port) if self.proxy is None else (cast(str, self.proxy.hostname), self.proxy.port or 80)
+        host, port = (self.host, self.port) if self.proxy is None else (
+            cast(str, self.proxy.hostname), self.proxy.port or 80)
         if self.scheme != 'https':
             return Connection(host, port, timeout=timeout)
         conn = TLSConnection(host, port, timeout=timeout, context=tls_context)

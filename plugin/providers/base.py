@@ -680,7 +680,8 @@ class AIProviderPlugin:
         unreadable = _('{provider} sent a model list that could not be read.')
         data = self.json_answer(self.models_request(), '', cancel or CancelToken(), unreadable)
         try:  # a list of the wrong shape (a number where an object was, NaN or 1e400 as a date) is said in words
-            models = cast('list[Model]', self.known_secrets.redacted(kept_models(self.parse_models(first_items(data, limits.MAX_MODELS)))))
+            models = cast('list[Model]', self.known_secrets.redacted(
+                kept_models(self.parse_models(first_items(data, limits.MAX_MODELS)))))
         except (AttributeError, TypeError, ValueError, OverflowError, KeyError, IndexError):
             raise ProtocolError(unreadable.format(provider=self.display_name),
                                 details=self.scrub(json.dumps(data)[:500])) from None
