@@ -191,7 +191,8 @@ class Conversation:
 
 def book_from_dict(d: dict[str, Any]) -> BookInfo:
     return BookInfo(int(d['book_id']), str(d['title']), tuple(d.get('authors', ())), d.get('series', ''),
-                    d.get('series_index'), tuple(d.get('tags', ())), cast('tuple[tuple[str, str], ...]', tuple(tuple(f) for f in d.get('fields', ()))),
+                    d.get('series_index'), tuple(d.get('tags', ())),
+                    cast('tuple[tuple[str, str], ...]', tuple(tuple(f) for f in d.get('fields', ()))),
                     tuple(d.get('notes', ())), tuple(d.get('languages', ())))
 
 

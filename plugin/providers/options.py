@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
-from typing import cast
+from typing import Any, cast
 
 from calibre_plugins.bookai.core.errors import without_userinfo
 
@@ -62,7 +62,7 @@ class Option:
             return self.check(parse_headers(text))
         return self.check(text)
 
-    def check(self, value: object) -> object:
+    def check(self, value: object) -> Any:  # a value of the option's kind
         """value if this option can have it (as typed in, or as read from the settings file),
         else ValueError with what is wrong, in words."""
         kind = self.kind
