@@ -34,6 +34,7 @@ TESTS = DEMO + HOSTS + (
     'python3-venv',                    # the tiny test model is written in a venv with PyPI's gguf
     'python3-dev',                     # zipfile-deflate64 is built for this machine's calibre
     'npm',                             # aimock, and the Node.js it runs on, from the npm registry
+    'python3-mypy',                    # dev/typecheck.py, run first (mypy 1.0.1 on Debian 12)
 )
 
 LOCK = '/run/lock/bookai-apt.lock'

@@ -9,6 +9,9 @@
     python3 dev/test.py --jobs 1                   one host after another (default: two at once)
     python3 dev/test.py --quick                    no root: the quick run, below
 
+Both first check the types with mypy (dev/typecheck.py, settings in mypy.ini) and stop,
+running no test, when it finds an error.
+
 It needs root (the hosts are chroots): run it as root, or as a user with sudo, and it
 goes on through sudo. It first installs what this machine lacks from Debian
 (dev/machine.py), then makes the hosts and the LLM peers side by side.
@@ -45,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hosts  # noqa: E402
 import machine  # noqa: E402
 import subprocess  # noqa: E402
+import typecheck  # noqa: E402
 
 RESULTS = hosts.PROJECT / 'build' / 'test-results'
 PYTEST_MAIN = 'import sys, pytest; sys.exit(pytest.main(sys.argv[1:]))'
@@ -114,6 +118,15 @@ def run_hosts(selected, pytest_args, allow_skips, jobs):
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {host: pool.submit(one, host) for host in selected}
         return {host: f.result() for host, f in futures.items()}
+
+
+def types_checked():
+    """mypy over plugin/ and build.py (dev/typecheck.py, mypy.ini), its output printed: True with no error."""
+    print('=== mypy (dev/typecheck.py)', flush=True)
+    code = typecheck.run()
+    if code != 0:
+        print(f'mypy: FAILED (exit {code}): no test was run', flush=True)
+    return code == 0
 
 
 def run_quick(pytest_args):
@@ -197,7 +210,7 @@ def main(argv=None):
     if a.quick:
         if a.host or a.allow_skips or a.no_setup or a.setup_only:
             ap.error('--quick runs on this machine\'s calibre only, with no set-up and no skips')
-        return run_quick(pytest_args)
+        return run_quick(pytest_args) if types_checked() else 1
     if os.geteuid() != 0:  # the hosts are chroots
         if not shutil.which('sudo'):
             raise SystemExit('dev/test.py needs root: the hosts are chroots. Run it as root, or as a user with '
@@ -206,6 +219,10 @@ def main(argv=None):
         os.execvp('sudo', ['sudo', sys.executable, os.path.abspath(__file__)] + (argv if argv is not None
                                                                                  else sys.argv[1:]))
     selected = a.host or list(hosts.HOSTS)
+    if not a.no_setup:
+        machine.install(machine.TESTS + hosts.PACKAGES)  # mypy among them
+    if not a.setup_only and not types_checked():
+        return 1
     if not a.no_setup:
         prepare(selected)
     if a.setup_only:

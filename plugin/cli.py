@@ -49,7 +49,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO, cast
 
 from calibre_plugins.bookai.conversation.actions import find_action, library_actions
 from calibre_plugins.bookai.conversation.conversation import Conversation
@@ -138,7 +138,7 @@ class Exit(Exception):
 
 class Parser(argparse.ArgumentParser):
 
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         raise Exit(USAGE, message)
 
 
@@ -434,7 +434,7 @@ def ask(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
     provider = provider_for(args)
     answer, kept = answer_and_keep(library, conv, provider, question, args, stdout)
     if question.excerpt is not None and answer.failed is None:
-        show_citations(answer.text, question.excerpt, args.json, stdout)
+        show_citations(answer.text, cast(Excerpt, question.excerpt), args.json, stdout)
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
     return OK if kept else NOT_WRITTEN
@@ -560,14 +560,14 @@ def ask_library(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) 
         say(sys.stderr, note)
     if not question.passages:
         raise Exit(NOTHING_FOUND, _('Nothing in the full-text index of the library matches the question.'))
-    conv = Conversation.about(library, args.book or question.excerpt.book_ids)
+    conv = Conversation.about(library, args.book or cast(LibraryExcerpt, question.excerpt).book_ids)
     if args.show_sent:
         return show_sent(question.messages(conv), stdout)
     provider = provider_for(args)
     answer, kept = answer_and_keep(library, conv, provider, question, args, stdout)
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
-    show_library_citations(answer.text, question.excerpt, args.json, stdout)
+    show_library_citations(answer.text, cast(LibraryExcerpt, question.excerpt), args.json, stdout)
     return OK if kept else NOT_WRITTEN
 
 
@@ -753,10 +753,10 @@ def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int
             kind=result.image.extension.upper(), width=result.image.width, height=result.image.height, path=args.out))
     if args.apply:
         # the cover commands only: the others start without the covers
-        from calibre_plugins.bookai.core.images import decode_images
+        from calibre_plugins.bookai.core.images import Decoded, decode_images
         # decoded by Book AI itself in calibre's worker, bounded, and written anew: only that goes into the library
-        (decoded,) = decode_images([data], [_('The image {provider} sent').format(provider=provider.display_name)],
-                                   cover=True)
+        (decoded,) = cast('list[Decoded]', decode_images(  # data is not None: decoded is not either
+            [data], [_('The image {provider} sent').format(provider=provider.display_name)], cover=True))
         if not decoded.ok:
             raise Exit(NOT_WRITTEN, decoded.problem + ' ' + _('The book keeps its cover.'))
         try:

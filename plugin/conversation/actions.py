@@ -12,7 +12,7 @@ never deleted.
 
 import re
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -84,7 +84,7 @@ def viewer_action_prompt(action: QuickAction, selected: str, book: 'BookInfo | N
     return selection_prompt(template, selected, book, language)
 
 
-def fill_template(template: str, values: dict[str, object]) -> str:
+def fill_template(template: str, values: Mapping[str, object]) -> str:
     """The template with its known {variables} filled in. Anything else, a stray brace or an
     unknown {name}, is left as written: a user's template never fails."""
     out = []

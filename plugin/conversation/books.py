@@ -130,7 +130,8 @@ def book_info(db: 'Cache', book_id: int, allowed: Iterable[str] | None = None) -
     fm = db.field_metadata
     allowed = set(allowed)
     fields, notes = [], []
-    series, series_index, tags = '', None, ()
+    series, series_index = '', None
+    tags: tuple[str, ...] = ()
     # in the order the settings show them; never the ids, nor a column the library does not have
     for name in (k for k in offered_fields(fm) if k in allowed):
         if mi.is_null(name) and not name.startswith('#'):

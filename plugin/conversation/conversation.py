@@ -13,13 +13,13 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from calibre_plugins.bookai.conversation.books import BookInfo, answer_language
 from calibre_plugins.bookai.conversation.prompts import (
     context_prompt, grounding_instructions, reading_prompt, with_passages,
 )
-from calibre_plugins.bookai.core.messages import Answer, Cost, Message, Role, Usage, WebLink
+from calibre_plugins.bookai.core.messages import Answer, Cost, Done, Message, Role, Usage, WebLink
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.core.web_links import kept_links
 from calibre_plugins.bookai.grounding.scopes import Place
@@ -130,7 +130,7 @@ class Conversation:
         if answer.failed is not None:
             turn.error = answer.failed.message
             return turn
-        done = answer.done
+        done = cast(Done, answer.done)  # a stream ends with Done or Failed
         turn.model, turn.usage, turn.finish_reason = done.model, done.usage, done.finish_reason
         turn.reasoning_details = done.reasoning_details
         turn.web_links, turn.web_links_left_out = kept_links(done.web_links)
@@ -152,10 +152,11 @@ class Conversation:
             values = [getattr(u, name) for u in used]
             return None if any(v is None for v in values) else sum(values)
         costs = [u.cost for u in used]
+        known = [c for c in costs if c is not None]
         cost = None
-        if all(c is not None for c in costs) and len({c.currency for c in costs}) == 1:
-            sources = {c.source for c in costs}
-            cost = replace(costs[0], amount=sum(c.amount for c in costs),
+        if len(known) == len(costs) and len({c.currency for c in known}) == 1:
+            sources = {c.source for c in known}
+            cost = replace(known[0], amount=sum(c.amount for c in known),
                            source='reported' if sources == {'reported'} else 'estimated')
         return Usage(total('input_tokens'), total('output_tokens'), total('reasoning_tokens'),
                      total('cached_tokens'), cost)
@@ -190,7 +191,8 @@ class Conversation:
 
 def book_from_dict(d: dict[str, Any]) -> BookInfo:
     return BookInfo(int(d['book_id']), str(d['title']), tuple(d.get('authors', ())), d.get('series', ''),
-                    d.get('series_index'), tuple(d.get('tags', ())), tuple(tuple(f) for f in d.get('fields', ())),
+                    d.get('series_index'), tuple(d.get('tags', ())),
+                    cast('tuple[tuple[str, str], ...]', tuple(tuple(f) for f in d.get('fields', ()))),
                     tuple(d.get('notes', ())), tuple(d.get('languages', ())))
 
 
@@ -207,8 +209,8 @@ def turn_from_dict(d: dict[str, Any]) -> Turn:
     usage = None
     if u is not None:
         c = u.get('cost')
-        usage = Usage(*(count_field(u, k) for k in ('input_tokens', 'output_tokens', 'reasoning_tokens',
-                                                     'cached_tokens')), None if c is None else Cost(
+        counts = [count_field(u, k) for k in ('input_tokens', 'output_tokens', 'reasoning_tokens', 'cached_tokens')]
+        usage = Usage(counts[0], counts[1], counts[2], counts[3], None if c is None else Cost(
                           float(c['amount']), c.get('currency', 'USD'), c.get('source', 'reported'),
                           c.get('price_date', '')))
     answer, reasoning, model, error, finish_reason = (text_field(d, k) for k in (
@@ -247,7 +249,9 @@ def web_link_pairs(d: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def place_from_list(p: list) -> Place:
-    return Place(str(p[0]), float(p[1]), str(p[2] or ''), *(int(p[3]), str(p[4])) if len(p) > 4 else ())
+    if len(p) > 4:
+        return Place(str(p[0]), float(p[1]), str(p[2] or ''), int(p[3]), str(p[4]))
+    return Place(str(p[0]), float(p[1]), str(p[2] or ''))
 
 
 def usage_text(usage: Usage, local: bool = False) -> str:

@@ -33,6 +33,7 @@ import dataclasses
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any, TypeVar, cast, overload
 from html.entities import html5
 from urllib.parse import unquote, urlsplit
 
@@ -71,7 +72,7 @@ def folded_as(text: str) -> str:
 @lru_cache(maxsize=1)
 def named_entities() -> dict[str, tuple[str, ...]]:
     """The HTML 5 named entities of each character that has any: '/' -> ('&sol;',)."""
-    names = {}
+    names: dict[str, list[str]] = {}
     for name, value in html5.items():
         if name.endswith(';') and len(value) == 1:
             names.setdefault(value, []).append('&' + name)
@@ -142,20 +143,24 @@ def encoded_forms(secret: str) -> list[Form]:
     return [f for f in forms if sum(min(map(len, slot)) for slot in f) >= SHORTEST_SECRET]
 
 
+AnError = TypeVar('AnError', bound=BaseException)
+
+
 class Secrets:
     """The secrets of one provider (keys, passwords, header values) in every form they may come
     back in (encoded_forms). redact() replaces each of them; unfinished_start() tells where a
     stream may have stopped inside one; redacted() does it for every string of a value."""
 
     def __init__(self, values: Iterable[object] = ()) -> None:
-        forms = {}
+        forms: dict[Form, None] = {}
         for value in values:
             if isinstance(value, str) and len(value) >= SHORTEST_SECRET:
                 forms.update(dict.fromkeys(encoded_forms(value)))
         self.forms = tuple(forms)
         # the most characters one secret may take, in its longest form
         self.longest = max((sum(max(map(len, slot)) for slot in f) for f in self.forms), default=0)
-        self._pattern = self._starts = None
+        self._pattern: re.Pattern[str] | None = None
+        self._starts: re.Pattern[str] | None = None
         self._steps = [tuple(by_first(slot) for slot in f) for f in self.forms]  # for _begins_a_secret()
         if self.forms:
             # where a form may begin: a look-ahead of its first characters lets the search skip the rest
@@ -174,6 +179,11 @@ class Secrets:
     def __bool__(self) -> bool:
         return self._pattern is not None
 
+    @overload
+    def redact(self, text: str) -> str: ...
+    @overload
+    def redact(self, text: None) -> None: ...
+
     def redact(self, text: str | None) -> str | None:
         """text with every form of every secret replaced by [redacted]."""
         if not text or self._pattern is None or not isinstance(text, str):
@@ -181,7 +191,10 @@ class Secrets:
         return self._replaced(text, folded_as(text))
 
     def _replaced(self, text: str, folded: str) -> str:
-        parts, at = [], 0
+        parts: list[str] = []
+        at = 0
+        if self._pattern is None:  # not reached: the callers look first
+            return text
         for m in self._pattern.finditer(folded):
             parts += [text[at:m.start()], REDACTED]
             at = m.end()
@@ -190,6 +203,11 @@ class Secrets:
         parts.append(text[at:])
         return ''.join(parts)
 
+    @overload
+    def redact_field(self, text: str) -> str: ...
+    @overload
+    def redact_field(self, text: None) -> None: ...
+
     def redact_field(self, text: str | None) -> str | None:
         """A whole text as it leaves (a name, a message, a field; not a piece of a stream): redact(),
         and, since it may have been cut short inside a secret, an end (before a final …) made of
@@ -197,7 +215,8 @@ class Secrets:
         if not text or self._pattern is None or not isinstance(text, str):
             return text
         folded = folded_as(text)
-        if self._starts.search(folded) is None:  # nowhere could a secret begin: the one search most texts take
+        # nowhere could a secret begin: the one search most texts take
+        if self._starts is None or self._starts.search(folded) is None:
             return text
         text = self._replaced(text, folded)
         body = text[:-1] if text.endswith(CUT_MARK) else text
@@ -216,31 +235,34 @@ class Secrets:
             return value
         kind = type(value)
         if kind is str:
-            return value if not SHORTEST_SECRET <= len(value) <= longest else self.redact_field(value)
+            text = cast(str, value)
+            return text if not SHORTEST_SECRET <= len(text) <= longest else self.redact_field(text)
         if kind in SCALARS or depth > MOST_NESTED:
             return value
         if isinstance(value, BaseException):
             return self.redact_error(value)
         if kind is list or kind is tuple:
-            items = None  # made only once something changed: most values hold no secret
-            for i, item in enumerate(value):
+            sequence = cast('list[object] | tuple[object, ...]', value)
+            items: list[object] | None = None  # made only once something changed: most values hold no secret
+            for i, item in enumerate(sequence):
                 new = item if type(item) in SCALARS else self.redacted(item, longest, depth + 1)
                 if items is None and new is not item:
-                    items = list(value[:i])
+                    items = list(sequence[:i])
                 if items is not None:
                     items.append(new)
-            return value if items is None else kind(items)
+            return value if items is None else cast(Any, kind)(items)
         if kind is dict:
-            pairs = None
-            for i, (k, v) in enumerate(value.items()):
+            mapping = cast('dict[object, object]', value)
+            pairs: list[tuple[object, object]] | None = None
+            for i, (k, v) in enumerate(mapping.items()):
                 new_k, new_v = self.redacted(k, longest, depth + 1), self.redacted(v, longest, depth + 1)
                 if pairs is None and (new_k is not k or new_v is not v):
-                    pairs = list(value.items())[:i]
+                    pairs = list(mapping.items())[:i]
                 if pairs is not None:
                     pairs.append((new_k, new_v))
             return value if pairs is None else dict(pairs)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            changes = {}
+            changes: dict[str, object] = {}
             for f in dataclasses.fields(value):
                 if f.init:
                     old = getattr(value, f.name)
@@ -250,7 +272,7 @@ class Secrets:
             return dataclasses.replace(value, **changes) if changes else value
         return value
 
-    def redact_error(self, error: Exception) -> Exception:
+    def redact_error(self, error: AnError) -> AnError:
         """error, changed in place to hold no secret in what it says or keeps: its sentence, the
         service's words, its details, and no chained error that could still hold one."""
         if self._pattern is None:
@@ -314,7 +336,7 @@ def slot_pattern(slot: frozenset[str]) -> str:
 @lru_cache(maxsize=4096)
 def by_first(slot: frozenset[str]) -> dict[str, tuple[str, ...]]:
     """The strings of slot by their first character."""
-    found = {}
+    found: dict[str, list[str]] = {}
     for s in slot:
         found.setdefault(s[0], []).append(s)
     return {c: tuple(strings) for c, strings in found.items()}
@@ -328,7 +350,7 @@ def secrets_in_url(url: str) -> list[str]:
         user, password = parts.username, parts.password
     except ValueError:
         return []
-    if user is None and password is None:
+    if user is None:  # and so is password: a password comes only after a user, even an empty one
         return []
     userinfo = parts.netloc.rpartition('@')[0]
     if password is None:
@@ -367,6 +389,12 @@ def secrets_in_header(value: str) -> list[str]:
 def secrets_of(values: tuple) -> Secrets:
     """The Secrets of values, made once for the same values."""
     return Secrets(values)
+
+
+@overload
+def redact(text: str, secrets: Secrets | Iterable[str]) -> str: ...
+@overload
+def redact(text: None, secrets: Secrets | Iterable[str]) -> None: ...
 
 
 def redact(text: str | None, secrets: Secrets | Iterable[str]) -> str | None:
@@ -492,7 +520,7 @@ def error_for_status(status: int, provider: str, message: str = '', code: str = 
                      details: str = '', retry_after: float | None = None) -> ProviderError:
     """The typed error for an HTTP error status, from what the service said about it."""
     said = f'{code} {message}'.lower()
-    kw = {'provider_message': message, 'details': details, 'status': status, 'retry_after': retry_after}
+    kw: dict[str, Any] = {'provider_message': message, 'details': details, 'status': status, 'retry_after': retry_after}
     if status in SAFETY_STATUSES and any(h in said for h in SAFETY_HINTS):
         return PromptBlocked(_('{provider} refused the request for safety reasons.').format(provider=provider), **kw)
     if status in (401, 403):

@@ -128,7 +128,7 @@ def private_folder(folder: str, top: str | None = None) -> str:
     as os.makedirs() makes it (calibre's plugins folder, for the settings, is never changed).
     Returns folder; OSError when it cannot be made."""
     folder = os.path.abspath(folder)
-    roots = [r for r in map(os.path.abspath, private_roots()) if within(folder, r)]
+    roots = [r for r in (os.path.abspath(p) for p in private_roots()) if within(folder, r)]
     root = roots[0] if roots else os.path.abspath(top) if top is not None and within(
         folder, os.path.abspath(top)) else None
     if root is None:

@@ -29,6 +29,7 @@ import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.errors import ProtocolError, ProviderError, TooLarge
@@ -194,7 +195,7 @@ def image_from_base64(text: object, provider: str) -> Image:
     return image_from_bytes(data, provider)
 
 
-def images_api_result(data: object, provider: str, model: str, usage: Usage | None = None) -> ImageResult:
+def images_api_result(data: Any, provider: str, model: str, usage: Usage | None = None) -> ImageResult:
     """The image in an answer of OpenAI's images API shape ({"data": [{"b64_json" or "url",
     "revised_prompt", ...}]}), as OpenAI and the servers that copy it send it, with the usage the
     provider read from it. Raises ImageAddress for an address, no_image() when there is none,
@@ -213,13 +214,13 @@ def sniff(data: bytes) -> tuple[str | None, tuple[int, int] | None]:
     """(mime type, (width, height)) read from an image's header; None for what is not known."""
     try:
         if data.startswith(b'\x89PNG\r\n\x1a\n') and data[12:16] == b'IHDR':
-            return 'image/png', struct.unpack('>II', data[16:24])
+            return 'image/png', cast('tuple[int, int]', struct.unpack('>II', data[16:24]))
         if data.startswith(b'\xff\xd8'):
             return 'image/jpeg', jpeg_size(data)
         if data[:4] == b'RIFF' and data[8:12] == b'WEBP':
             return 'image/webp', webp_size(data)
         if data[:6] in (b'GIF87a', b'GIF89a'):
-            return 'image/gif', struct.unpack('<HH', data[6:10])
+            return 'image/gif', cast('tuple[int, int]', struct.unpack('<HH', data[6:10]))
     except (struct.error, IndexError):  # a header cut short
         pass
     return None, None
@@ -481,7 +482,8 @@ def jpeg_structure(data: bytes, image: str) -> Structure:
             raise damaged(image, cut_short())
         if data[pos] != 0xFF:
             raise damaged(image, _('its parts are not where the format puts them'))
-        pos = JPEG_FILL.match(data, pos).end() - 1  # fill bytes before a marker
+        # fill bytes before a marker (data[pos] is one, so it matches)
+        pos = cast('re.Match[bytes]', JPEG_FILL.match(data, pos)).end() - 1
         if pos + 2 > end:
             raise damaged(image, cut_short())
         marker = data[pos + 1]
@@ -713,7 +715,13 @@ def loaded(source: Source, image: str) -> bytes | None:
     return bytes(data)
 
 
-def decode_images(sources: list[Source], names: list[str], cover: bool, side: int = 0, abort: object = None,
+class Abort(Protocol):
+    """What stops decode_images(): a threading.Event, or anything else with is_set()."""
+
+    def is_set(self) -> bool: ...
+
+
+def decode_images(sources: list[Source], names: list[str], cover: bool, side: int = 0, abort: 'Abort | None' = None,
                   started: Callable[[int], object] | None = None) -> list[Decoded | None]:
     """Each source (bytes, a file's path, a callable that gives the bytes, None for none) decoded
     by Book AI itself: read (loaded()), its structure checked here (structure()), then decoded in

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import cast
 
 from calibre_plugins.bookai.core.printable import one_line
 
@@ -65,7 +66,7 @@ def money(value: object, most: float = MOST_MONEY) -> float | None:
     if type(value) not in (int, float):
         return None
     try:
-        amount = float(value)
+        amount = float(cast('int | float', value))
     except OverflowError:  # an int too large for a float
         return None
     return amount if math.isfinite(amount) and 0 <= amount <= most else None
@@ -143,6 +144,8 @@ class Failed:
 
 # what text_chat() yields
 Chunk = TextDelta | ReasoningDelta | Done | Failed
+# a piece of the answer as a provider's read_stream() reads it
+Delta = TextDelta | ReasoningDelta
 
 
 class Answer:

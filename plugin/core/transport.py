@@ -51,6 +51,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, partial
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 from urllib.request import proxy_bypass
 
@@ -63,6 +64,9 @@ from calibre_plugins.bookai.core.errors import (
     error_for_status, redact, without_userinfo,
 )
 from calibre_plugins.bookai.core.web_links import shown_address
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 load_translations()
 
@@ -149,7 +153,7 @@ class DeadlineReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: bytearray | memoryview) -> int | None:
+    def readinto(self, buffer: 'WriteableBuffer') -> int | None:
         left = self._deadline.at - time.monotonic()
         if left <= 0:
             raise TimeoutError('the deadline passed')
@@ -165,7 +169,7 @@ class DeadlineReader(io.RawIOBase):
 class DeadlineResponse(http.client.HTTPResponse):
     """http.client's response, read through a DeadlineReader."""
 
-    def __init__(self, sock: socket.socket, *args: object, deadline: Deadline, **kw: object) -> None:
+    def __init__(self, sock: socket.socket, *args: Any, deadline: Deadline, **kw: Any) -> None:
         super().__init__(sock, *args, **kw)
         # fp is the socket's reader (sock.makefile('rb')), nothing read from it yet: the same on
         # Python 3.10 to 3.14
@@ -187,16 +191,19 @@ class Connection(http.client.HTTPConnection):
     """
 
     held: list[bytes] | None = None  # while send_request() runs endheaders(): what it sent
+    kept_at: float  # when Transport.keep() kept it for the next request
 
     def send_request(self, method: str, target: str, head: HeaderLines, body: bytes | None) -> None:
         """Send one request: the request line, the header lines checked once for the provider
         (Transport.head; http.client then has only its own light checks to make), a
         Content-Length for a body, and the body, all in one write."""
         self.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+        # http.client takes bytes for a header's name and value as well as str (it encodes a str);
+        # typeshed says str only
         for name, value in head:
-            self.putheader(name, value)
+            self.putheader(name, value)  # type: ignore[arg-type]
         if body is not None:
-            self.putheader(b'Content-Length', b'%d' % len(body))
+            self.putheader(b'Content-Length', b'%d' % len(body))  # type: ignore[arg-type]
         self.held = []
         try:
             self.endheaders(body)
@@ -204,7 +211,8 @@ class Connection(http.client.HTTPConnection):
             held, self.held = self.held, None
         self.send(b''.join(held))
 
-    def send(self, data: bytes) -> None:
+    # only endheaders() and send_request() call it, with bytes (http.client's own takes more)
+    def send(self, data: bytes) -> None:  # type: ignore[override]
         """Write data to the connection, or hold it while send_request() runs endheaders()."""
         if self.held is not None:
             self.held.append(data)
@@ -454,7 +462,8 @@ class Transport:
         sent = False
         deadline = Deadline()
         deadline.set(timeouts.read, 'headers')  # the status line and all headers within the read timeout
-        conn.response_class = partial(DeadlineResponse, deadline=deadline)
+        # http.client calls response_class(sock, ...): a partial does as well as a class
+        conn.response_class = partial(DeadlineResponse, deadline=deadline)  # type: ignore[assignment]
         try:
             cancel.attach(conn.sock)
             conn.sock.settimeout(timeouts.read)
@@ -513,7 +522,8 @@ class Route:
 
     def connection(self, timeout: float, tls_context: ssl.SSLContext | None = None) -> Connection:
         """A new, unconnected connection for this route."""
-        host, port = (self.host, self.port) if self.proxy is None else (self.proxy.hostname, self.proxy.port or 80)
+        host, port = (self.host, self.port) if self.proxy is None else (
+            cast(str, self.proxy.hostname), self.proxy.port or 80)
         if self.scheme != 'https':
             return Connection(host, port, timeout=timeout)
         conn = TLSConnection(host, port, timeout=timeout, context=tls_context)
@@ -613,7 +623,8 @@ class Response:
                  provider: str, timeouts: Timeouts, secrets: tuple[str, ...],
                  keep: Callable[[Connection], None] | None = None, deadline: Deadline | None = None,
                  url: str = '') -> None:
-        self.conn, self.resp, self.cancel = conn, resp, cancel
+        self.conn: Connection | None = conn
+        self.resp, self.cancel = resp, cancel
         self.provider, self.timeouts, self.secrets = provider, timeouts, secrets
         self.keep = keep  # takes the connection for the next request, once the body was read
         self.status = resp.status

@@ -50,7 +50,7 @@ def is_web_address(url: str) -> bool:
         parts.port  # noqa: B018 (a port that is not a number raises ValueError)
     except ValueError:  # a broken address, such as an unclosed [IPv6
         return False
-    return parts.scheme.lower() in ('http', 'https') and bool(host) and is_host(host)
+    return parts.scheme.lower() in ('http', 'https') and bool(host and is_host(host))
 
 
 def is_host(host: str) -> bool:
@@ -189,7 +189,7 @@ def web_address(url: str) -> str | None:
     if not is_web_address(url):
         return None
     parts = urlsplit(url)
-    host = parts.hostname
+    host = parts.hostname or ''  # is_web_address(): it has one
     unsafe = not host.isascii() and shown_host(host).isascii()
     if '@' not in parts.netloc and not unsafe:
         return url

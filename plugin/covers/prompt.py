@@ -202,7 +202,9 @@ def evaluate_texts(books: Sequence['Metadata'], templates: dict[str, str] | None
         return EvaluatedTexts(plain, notes)
     if not isinstance(rows, list) or len(rows) != len(books):  # the worker was stopped (abort): nothing of it
         return EvaluatedTexts(plain, notes)
-    texts, failed, slow = [], {}, {}
+    texts: list[CoverTexts] = []
+    failed: dict[str, list] = {}  # key: [how many failed, the first reason]
+    slow: dict[str, int] = {}
     for row, as_is in zip(rows, plain):
         row = row if isinstance(row, dict) else {}
         values = as_is._asdict()

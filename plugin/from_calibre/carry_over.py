@@ -50,12 +50,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+from typing import cast
 
 from calibre_plugins.bookai.conversation.actions import action_name
 from calibre_plugins.bookai.core.files import is_regular
 from calibre_plugins.bookai.core.limits import TooComplex, load_json
 from calibre_plugins.bookai.core.web_links import shown_address
-from calibre_plugins.bookai.providers.base import Capability
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
 from calibre_plugins.bookai.providers.options import checked_header, quoted
 from calibre_plugins.bookai.providers.registry import PROVIDERS, provider_class
 from calibre_plugins.bookai.settings.prefs import plugin_prefs, read_settings_file
@@ -302,7 +303,8 @@ def library_items(paths: list, found: CalibreSettings) -> list[Item]:
     return items
 
 
-def library_prefs(path: str, found: CalibreSettings, deadline: float | None = None) -> tuple[object, object] | None:
+def library_prefs(path: str, found: CalibreSettings,
+                  deadline: float | None = None) -> tuple[str | None, str | None] | None:
     """(the library's id, its 'llm-book-allowed-custom-fields' as calibre keeps it: JSON text)
     from its metadata.db, opened read-only and read within SQLITE_SECONDS (and deadline); each
     None when it is not a value of the type calibre writes. None when the folder holds no
@@ -330,13 +332,13 @@ def library_prefs(path: str, found: CalibreSettings, deadline: float | None = No
     return None
 
 
-def read_library(db: str, stop: float) -> tuple[object, object] | None:
+def read_library(db: str, stop: float) -> tuple[str | None, str | None] | None:
     """library_prefs()'s reading, which raises sqlite3.Error or LibraryUnreadable."""
     uri = Path(os.path.abspath(db)).as_uri() + '?mode=ro'  # the folder's % # ? quoted
     conn = sqlite3.connect(uri, uri=True, timeout=1)
     try:
         if hasattr(conn, 'setlimit'):  # Python 3.11 and later: no string or blob larger than this, whatever the query
-            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, LONGEST_SQLITE_VALUE)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, LONGEST_SQLITE_VALUE)  # type: ignore[attr-defined]  # 3.11
         conn.set_progress_handler(lambda: time.monotonic() > stop, SQLITE_STEPS)  # true: the query is interrupted
         conn.execute('PRAGMA query_only = 1')
         tables = {}
@@ -380,7 +382,7 @@ def is_text(value: object) -> bool:
 
 
 def is_number(value: object) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
+    return type(value) in (int, float) and math.isfinite(cast(float, value))
 
 
 def is_model(value: object) -> bool:
@@ -451,7 +453,7 @@ def value_words(key: str, value: object) -> str:
     if isinstance(value, bool):
         return _('yes') if value else _('no')
     if key == 'headers':
-        names = [quoted(h[0], 60) for h in value[:20]]
+        names = [quoted(h[0], 60) for h in cast(list, value)[:20]]  # the kind calibre writes: checked
         return ', '.join(f'{n}: …' for n in names) or _('none')
     if isinstance(value, (list, tuple)) and value:  # (id, name)
         value = value[0]
@@ -462,7 +464,7 @@ def value_words(key: str, value: object) -> str:
     return quoted(value, 200) if value != '' else _('(automatic)')
 
 
-def provider_item(cls: type, key: str, value: object) -> Item:
+def provider_item(cls: 'type[AIProviderPlugin]', key: str, value: object) -> Item:
     """What becomes of one setting of a provider's: checked against the type calibre writes,
     then against Book AI's option."""
     section, name = cls.display_name, cls.name
@@ -522,16 +524,16 @@ def provider_option(name: str, key: str, value: object) -> tuple[str | None, obj
     if key == 'api_url':
         return 'base_url', address(name, value)
     if key == 'timeout':
-        return 'read_timeout', float(value) if is_number(value) else value
+        return 'read_timeout', float(cast(float, value)) if is_number(value) else value
     if key == 'temperature':
-        return 'temperature', float(value) if is_number(value) else value
+        return 'temperature', float(cast(float, value)) if is_number(value) else value
     if key == 'headers':
-        for header_name, header_value in value:  # a name that is not a token, a CR, LF or ESC: refused
+        for header_name, header_value in cast(list, value):  # a name that is not a token, a CR, LF or ESC: refused
             try:
                 checked_header(header_name, header_value)
             except ValueError as e:
                 return None, str(e)
-        return 'headers', [list(h) for h in value]
+        return 'headers', [list(h) for h in cast(list, value)]
     if key == 'image_quality':
         try:
             provider_class(name).option_named('image_quality')
@@ -570,7 +572,7 @@ def address(name: str, value: object) -> object:
         return value
 
 
-def image_model_item(cls: type, setting: str, value: object, words: str) -> Item:
+def image_model_item(cls: 'type[AIProviderPlugin]', setting: str, value: object, words: str) -> Item:
     """calibre's image model of a provider: Book AI's image model of the same provider."""
     section = cls.display_name
     if isinstance(value, (list, tuple)) and value:  # (id, name), as calibre keeps OpenRouter's
@@ -620,7 +622,7 @@ def cover_items(value: object) -> list[Item]:
     items = []
 
     def wrong(setting: str, key: str, why: str = '') -> None:
-        items.append(Item(section, setting, quoted(value[key], 80),
+        items.append(Item(section, setting, quoted(cast(dict, value)[key], 80),
                           why_not=why or _('it is not a value calibre writes for this setting')))
 
     aspect = value.get('aspect_ratio')
@@ -712,7 +714,7 @@ def styles_items(value: object, most_key: int, most_name: int, most_template: in
     return items
 
 
-def key_item(cls: type, value: object) -> Item:
+def key_item(cls: 'type[AIProviderPlugin]', value: object) -> Item:
     """A provider's API key: calibre keeps it hex-encoded; Book AI, in its secret store."""
     section = cls.display_name
     key = decoded_key(value)

@@ -109,7 +109,7 @@ def ranked(index: Index, embedding_index: EmbeddingIndex | None, question: str, 
     depth = max(k, FUSION_DEPTH)
     lexical = [p.number for p in index.search(question, k=depth, until=until)]
     semantic = embedding_index.search(question_vector, k=depth, until=until)
-    scores = {}
+    scores: dict[int, float] = {}
     for ranking in (lexical, semantic):
         for rank, n in enumerate(ranking, 1):
             scores[n] = scores.get(n, 0.0) + 1 / (RRF_K + rank)

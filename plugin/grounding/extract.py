@@ -314,6 +314,7 @@ class EpubReader:
         del raw.CRC
         crc, size = 0, 0
         with self.zf.open(raw) as f:
+            unpacker: bz2.BZ2Decompressor | lzma.LZMADecompressor
             if info.compress_type == zipfile.ZIP_BZIP2:
                 unpacker = bz2.BZ2Decompressor()
             else:  # zip's LZMA: a version, the size of the properties, the properties, then raw LZMA1
@@ -322,7 +323,8 @@ class EpubReader:
                     raise EOFError(info.filename)
                 props = f.read(int.from_bytes(head[2:4], 'little'))
                 unpacker = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[
-                    lzma._decode_filter_properties(lzma.FILTER_LZMA1, props)])
+                    # CPython's own reading of the properties, which typeshed does not list (private)
+                    lzma._decode_filter_properties(lzma.FILTER_LZMA1, props)])  # type: ignore[attr-defined]
             pending = b''
             while not unpacker.eof:
                 if unpacker.needs_input:
@@ -403,7 +405,10 @@ class EpubReader:
             if 'html' in manifest[i][1]]
         titles = self.toc_titles(opf, manifest)
         del opf, container
-        chapters, paragraphs, skipped, reasons = [], [], [], {}
+        chapters: list[Chapter] = []
+        paragraphs: list[Paragraph] = []
+        skipped: list[str] = []
+        reasons: dict[str, str] = {}
         offset, rest, seen = 0, '', set()
         for number, name in spine:
             if name in seen:  # a file listed twice in the spine (not allowed): read once

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from calibre_plugins.bookai.grounding.extract import Book
+    from calibre_plugins.bookai.grounding.extract import Book, Paragraph
 
 PASSAGE_WORDS = 120
 K1, B = 1.2, 0.75
@@ -40,7 +40,9 @@ class Passage:
 
 def passages(book: 'Book', size: int = PASSAGE_WORDS) -> list[Passage]:
     """The book's paragraphs grouped into passages of about size words, within chapters."""
-    out, current, count = [], [], 0
+    out: list[Passage] = []
+    current: list['Paragraph'] = []
+    count = 0
 
     def close() -> None:
         if current:
@@ -66,7 +68,7 @@ class Index:
         self.terms = [Counter(words(p.text)) for p in passages]
         self.lengths = [sum(t.values()) for t in self.terms]
         self.average = (sum(self.lengths) / len(self.lengths)) if self.lengths else 0
-        df = Counter()
+        df: Counter[str] = Counter()
         for t in self.terms:
             df.update(t.keys())
         n = len(passages)

@@ -182,7 +182,7 @@ def library_excerpt(db: 'Cache', question: str, book_ids: Iterable[int] | None =
 def ranked_files(db: 'Cache', query: str, restrict: set[int] | None) -> list[tuple[int, str]]:
     """(book id, format) of the best matching file of each matching book, best book first."""
     rows = db.fts_search(query, restrict_to_book_ids=restrict, return_text=False, result_type=list)
-    best = {}
+    best: dict[int, str] = {}
     for r in rows:
         best.setdefault(r['book_id'], r['format'])
     return list(best.items())
@@ -283,7 +283,7 @@ def best_passages(marked: str, count: int = PER_BOOK) -> list[tuple[int, int, st
         words = {h[2] for h in inside}
         candidates.append((sum(weights[w] for w in words) + 0.01 * len(inside), start, end, cut, words))
     candidates.sort(key=lambda c: (-c[0], c[1]))
-    chosen = []
+    chosen: list[tuple[int, int, str, tuple[str, ...]]] = []
     for score, start, end, cut, words in candidates:
         if any(start < e and s < end for s, e, *rest in chosen):
             continue
@@ -295,7 +295,7 @@ def best_passages(marked: str, count: int = PER_BOOK) -> list[tuple[int, int, st
 
 def word_weights(hits: list[tuple[int, int, str]]) -> dict[str, float]:
     """Each matched word's weight: the rarer in the book, the more a passage holding it counts."""
-    counts = {}
+    counts: dict[str, int] = {}
     for h in hits:
         counts[h[2]] = counts.get(h[2], 0) + 1
     total = len(hits)
@@ -306,7 +306,8 @@ def densest_window(start: int, end: int, hits: list[tuple[int, int, str]], weigh
                    size: int = PASSAGE_CHARS) -> tuple[int, int]:
     """(start, end) of the stretch of size characters of a long paragraph (from start to end)
     whose distinct matched words weigh the most (hits: in the order of the text)."""
-    counts, score, j = {}, 0.0, 0
+    counts: dict[str, int] = {}
+    score, j = 0.0, 0
     best, best_score = (hits[0][0], hits[0][1]), -1.0
     for i, (lo, _hi, word) in enumerate(hits):  # the stretch that begins at hit i
         while j < len(hits) and hits[j][1] <= lo + size:

@@ -2,6 +2,7 @@
 """Anthropic's Messages API: Claude."""
 
 from collections.abc import Iterator
+from typing import Any
 
 from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
 from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink
@@ -71,8 +72,8 @@ class Anthropic(AIProviderPlugin):
         return {'role': m.role.value, 'content': m.text}
 
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
-        blocks = {}
-        usage = {}
+        blocks: dict[int, dict] = {}
+        usage: dict[str, Any] = {}
         for event in events:
             kind = event.event
             if kind == 'ping':
@@ -127,8 +128,9 @@ class Anthropic(AIProviderPlugin):
                                     'signature': b['signature']}
                                    for i, b in sorted(blocks.items()) if b.get('type') == 'thinking'
                                    and b.get('signature')]
-        seen = set()  # a page cited twice is listed once
-        state.web_links = [w for w in state.web_links if not (w.url in seen or seen.add(w.url))]
+        seen: set[str] = set()  # a page cited twice is listed once (add() gives None: false)
+        state.web_links = [w for w in state.web_links
+                           if not (w.url in seen or seen.add(w.url))]  # type: ignore[func-returns-value]
 
     def error_of(self, error: dict, model: str) -> ProviderError:
         """The ProviderError for an error Claude reports inside a stream."""

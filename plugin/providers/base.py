@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from enum import Flag, auto
 from functools import cached_property, wraps
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from calibre_plugins.bookai.core import limits
@@ -40,7 +41,7 @@ from calibre_plugins.bookai.core.errors import (
     secrets_in_url, secrets_of,
 )
 from calibre_plugins.bookai.core.images import Image, ImageAddress, ImageResult, image_from_bytes
-from calibre_plugins.bookai.core.messages import Chunk, Done, Failed, Message, Role, Usage
+from calibre_plugins.bookai.core.messages import Chunk, Delta, Done, Failed, Message, Role, Usage
 from calibre_plugins.bookai.core.multipart import encode_multipart
 from calibre_plugins.bookai.core.streams import NDJSONDecoder, SSEDecoder
 from calibre_plugins.bookai.core.transport import (
@@ -139,9 +140,13 @@ class AIProviderPlugin:
         self._settings = settings
         self._secrets = secrets
         self._transport = transport
-        self._options_read = {}
+        self._options_read: dict[str, Any] = {}
 
     # settings {{{
+
+    # made by all_options() and option_named(), once per class
+    _all_options: tuple[Option, ...]
+    _options_by_name: dict[str, Option]
 
     @classmethod
     def all_options(cls) -> tuple[Option, ...]:
@@ -169,7 +174,9 @@ class AIProviderPlugin:
             self._settings = dict(saved) if isinstance(saved, dict) else {}
         return self._settings
 
-    def option(self, name: str) -> object:
+    # an option's value is of its kind (Option.kind: text, a number, a flag...), which its name alone
+    # does not tell a type checker: Any
+    def option(self, name: str) -> Any:
         """The value of an option: as set, else its default. Read once per instance: an
         instance's settings are fixed for its life."""
         try:
@@ -178,7 +185,7 @@ class AIProviderPlugin:
             value = self._options_read[name] = self.read_option(name)
             return value
 
-    def read_option(self, name: str) -> object:
+    def read_option(self, name: str) -> Any:
         """The value of an option as the settings hold it, checked; its default when it cannot be used."""
         if name in self.settings and name != 'api_key':
             try:
@@ -195,7 +202,7 @@ class AIProviderPlugin:
             return self.global_setting('reasoning_effort', 'auto')
         return self.option_named(name).default
 
-    def global_setting(self, name: str, default: object) -> object:
+    def global_setting(self, name: str, default: object) -> Any:
         """A setting of the plugin's, not of one provider's (from the settings given, when given)."""
         if self._settings is not None:
             return self._settings.get(name, default)
@@ -238,7 +245,7 @@ class AIProviderPlugin:
             host = parts.hostname
         except ValueError:  # an address that does not parse reaches nothing, and is not vouched for
             return False
-        return is_local_host(host) and self.transport.proxy_for(parts.scheme, host) is None
+        return host is not None and is_local_host(host) and self.transport.proxy_for(parts.scheme, host) is None
 
     @cached_property
     def timeouts(self) -> Timeouts:
@@ -318,7 +325,7 @@ class AIProviderPlugin:
                 try:
                     headers = parse_headers(self.option(o.name) or ())
                 except ValueError:
-                    headers = ()
+                    headers = []
                 for _name, value in headers:
                     values += secrets_in_header(value)
         values += secrets_in_url(self.base_url)
@@ -336,7 +343,7 @@ class AIProviderPlugin:
         beginning of one at its end (it may have been cut there)."""
         return self.known_secrets.redact_field(text)
 
-    def read_json(self, body: bytes | str, memory_per_byte: float | None = None) -> object:
+    def read_json(self, body: bytes | str, memory_per_byte: float | None = None) -> Any:
         """The JSON of an answer (limits.load_json: ValueError, limits.TooComplex), every string in it
         up to errors.LONGEST_FIELD characters redacted as it is read (Secrets.redacted), before
         anything is taken from it, cut or put in a sentence. memory_per_byte: as load_json's."""
@@ -350,7 +357,7 @@ class AIProviderPlugin:
         """One request for the conversation messages, answered by model as a stream."""
         raise NotImplementedError()
 
-    def read_stream(self, events: Iterator, state: StreamState) -> Iterator[Chunk]:
+    def read_stream(self, events: Iterator, state: StreamState) -> Iterator[Delta]:
         """Yield TextDelta/ReasoningDelta for the decoded events; fill state; raise ProviderError
         for an error the service reports inside the stream."""
         raise NotImplementedError()
@@ -359,7 +366,7 @@ class AIProviderPlugin:
         """One request for the live model list."""
         raise NotImplementedError()
 
-    def parse_models(self, data: object) -> list[Model]:
+    def parse_models(self, data: Any) -> list[Model]:
         """The models in the service's answer to models_request()."""
         raise NotImplementedError()
 
@@ -368,7 +375,7 @@ class AIProviderPlugin:
         which most services speak."""
         return self.request('/embeddings', {'model': model, 'input': list(texts)})
 
-    def parse_embeddings(self, data: object) -> list[list[float]]:
+    def parse_embeddings(self, data: Any) -> list[list[float]]:
         """The vectors in an embeddings answer, in the order of the texts."""
         return [item['embedding'] for item in sorted(data['data'], key=lambda item: item.get('index', 0))]
 
@@ -451,7 +458,7 @@ class AIProviderPlugin:
             message, code = self.parse_error(e.status, e.body)
             raise http_error_to_provider_error(e, self.display_name, message, code, model) from None
 
-    def json_answer(self, request: Request, model: str, cancel: CancelToken, unreadable: str) -> object:
+    def json_answer(self, request: Request, model: str, cancel: CancelToken, unreadable: str) -> Any:
         """The JSON the service answers to request; unreadable (with {provider}) says when it is not JSON.
         A body larger than limits.MAX_JSON_BYTES, nested deeper than limits.MAX_JSON_DEPTH or
         holding more values than its size allows (limits.JSON_MEMORY_PER_BYTE) is not read:
@@ -470,7 +477,7 @@ class AIProviderPlugin:
     def events(self, response: Response) -> Iterator:
         """The decoded events of a streamed answer. Bounded: limits.MAX_ANSWER_BYTES for the
         whole answer (TooLarge), limits.MAX_LINE_CHARS for a line, limits.MAX_JSON_DEPTH."""
-        decoder = NDJSONDecoder() if self.stream_format == 'ndjson' else SSEDecoder()
+        decoder: NDJSONDecoder | SSEDecoder = NDJSONDecoder() if self.stream_format == 'ndjson' else SSEDecoder()
         first_bytes, any_event, size, most = b'', False, 0, limits.MAX_ANSWER_BYTES
         try:
             for data in response.chunks():
@@ -498,7 +505,7 @@ class AIProviderPlugin:
             raise ProtocolError(_('{provider} sent something that is not a valid answer stream.').format(
                 provider=self.display_name), details=self.scrub(first_bytes.decode('utf-8', 'replace')))
 
-    def answer_chunks(self, events: Iterator, state: StreamState) -> Iterator[Chunk]:
+    def answer_chunks(self, events: Iterator, state: StreamState) -> Iterator[Delta]:
         """read_stream(), for a service that may send JSON of any shape: each provider reads
         the shape its format documents, and anything else is the service breaking the format,
         told as such (a ProtocolError), not as a bug of ours."""
@@ -538,12 +545,13 @@ class AIProviderPlugin:
         cancel = cancel or CancelToken()
         model = model or self.embedding_model(cancel)
         unreadable = _('{provider} sent embeddings that could not be read.')
-        vectors = []
+        vectors: list[list[float]] = []
         for start in range(0, len(texts), EMBED_BATCH):
             if cancel.cancelled:
                 raise Cancelled()
             batch = texts[start:start + EMBED_BATCH]
             data = self.json_answer(self.embed_request(batch, model), model, cancel, unreadable)
+            got: list[list[float]] | None
             try:
                 got = [[float(x) for x in v] for v in self.parse_embeddings(data)]
                 if not all(abs(x) <= MOST_EMBEDDING_VALUE for v in got for x in v):  # NaN, infinity, 1e308:
@@ -568,7 +576,7 @@ class AIProviderPlugin:
         (only with Capability.IMAGE_EDITING)."""
         raise NotImplementedError()
 
-    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+    def parse_image_answer(self, data: Any, model: str) -> ImageResult:
         """The image in the service's JSON answer to image_request(), with its usage: each image
         through core.images (image_from_base64/image_from_bytes). Raises PromptBlocked or
         ResultBlocked, with the service's reason, when it refused for safety, ProtocolError (or
@@ -642,7 +650,7 @@ class AIProviderPlugin:
                                   'itself. Book AI fetches images only from the server it asked.').format(
                 provider=self.display_name), details=self.scrub(shown_address(str(url)[:300])))
         headers = {k: v for k, v in self.headers().items() if k.lower() != 'content-type'}
-        response = self.open(Request(url, 'GET', headers, None, secrets=self.secret_values), model, cancel)
+        response = self.open(Request(cast(str, url), 'GET', headers, None, secrets=self.secret_values), model, cancel)
         data = response.read_all(limits.MAX_IMAGE_BYTES + 1)
         return image_from_bytes(data, self.display_name)
 
@@ -672,7 +680,8 @@ class AIProviderPlugin:
         unreadable = _('{provider} sent a model list that could not be read.')
         data = self.json_answer(self.models_request(), '', cancel or CancelToken(), unreadable)
         try:  # a list of the wrong shape (a number where an object was, NaN or 1e400 as a date) is said in words
-            models = self.known_secrets.redacted(kept_models(self.parse_models(first_items(data, limits.MAX_MODELS))))
+            models = cast('list[Model]', self.known_secrets.redacted(
+                kept_models(self.parse_models(first_items(data, limits.MAX_MODELS)))))
         except (AttributeError, TypeError, ValueError, OverflowError, KeyError, IndexError):
             raise ProtocolError(unreadable.format(provider=self.display_name),
                                 details=self.scrub(json.dumps(data)[:500])) from None

@@ -13,6 +13,7 @@ Images (covers), two ways, as the model's name says (ai.google.dev/gemini-api/do
 
 from collections.abc import Iterator
 from urllib.parse import quote
+from typing import Any
 
 from calibre_plugins.bookai.core.errors import (
     NotConfigured, PromptBlocked, ProviderError, ResultBlocked, error_for_status,
@@ -81,11 +82,12 @@ class GoogleGemini(AIProviderPlugin):
     def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         system = '\n\n'.join(m.text for m in messages if m.role in (Role.SYSTEM, Role.DEVELOPER))
         # every turn stays a turn of its own: user and model alternate as in the conversation
-        payload = {'contents': [{'role': 'model' if m.role is Role.ASSISTANT else 'user', 'parts': [{'text': m.text}]}
-                                for m in messages if m.role in (Role.USER, Role.ASSISTANT)]}
+        payload: dict[str, Any] = {'contents': [
+            {'role': 'model' if m.role is Role.ASSISTANT else 'user', 'parts': [{'text': m.text}]}
+            for m in messages if m.role in (Role.USER, Role.ASSISTANT)]}
         if system:
             payload['systemInstruction'] = {'parts': [{'text': system}]}
-        config = {}
+        config: dict[str, Any] = {}
         if max_tokens:
             config['maxOutputTokens'] = max_tokens
         budget = THINKING_BUDGETS.get(self.option('reasoning_effort'))
@@ -149,14 +151,14 @@ class GoogleGemini(AIProviderPlugin):
                     model=model, provider=self.display_name, example=self.default_image_model))
             return self.request(f'/{path}:predict', {'instances': [{'prompt': prompt}], 'parameters': {
                 'sampleCount': 1, 'aspectRatio': IMAGEN_ASPECTS.get(aspect, '3:4')}})
-        parts = [{'text': prompt}]
+        parts: list[dict[str, Any]] = [{'text': prompt}]
         if source is not None:
             parts.append({'inlineData': {'mimeType': source.mime, 'data': source.data_url().partition(',')[2]}})
         return self.request(f'/{path}:generateContent', {'contents': [{'role': 'user', 'parts': parts}],
                                                          'generationConfig': {'responseModalities': ['TEXT', 'IMAGE'],
                                                                               'imageConfig': {'aspectRatio': aspect}}})
 
-    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+    def parse_image_answer(self, data: Any, model: str) -> ImageResult:
         if 'predictions' in data or is_imagen(model):
             return self.imagen_answer(data, model)
         if data.get('error'):
@@ -166,7 +168,7 @@ class GoogleGemini(AIProviderPlugin):
                                 provider_message=said((data.get('promptFeedback') or {}).get('blockReasonMessage')))
         model = data.get('modelVersion') if isinstance(data.get('modelVersion'), str) and data.get('modelVersion') \
             else model
-        image, text, finish, finish_message = None, [], '', ''
+        image, texts, finish, finish_message = None, [], '', ''
         for candidate in data.get('candidates') or ():
             finish = candidate.get('finishReason') or finish
             finish_message = candidate.get('finishMessage') or finish_message
@@ -177,16 +179,16 @@ class GoogleGemini(AIProviderPlugin):
                 if part.get('thought'):  # the model's thinking, and its draft images: not the answer
                     continue
                 if isinstance(part.get('text'), str):
-                    text.append(part['text'])
+                    texts.append(part['text'])
                 inline = part.get('inlineData') or part.get('inline_data')
                 if inline and inline.get('data'):
                     image = inline['data']  # the last one: the finished image
-        text = ''.join(text)
+        text = ''.join(texts)
         if image is None:
             why = _('Google said why: {reason}.').format(reason=reason_words(finish)) if finish not in (
                 '', 'STOP', 'FINISH_REASON_UNSPECIFIED') else ''
             raise no_image(self.display_name, model, text or finish_message, why)
-        u = data.get('usageMetadata') if isinstance(data.get('usageMetadata'), dict) else {}
+        u = data['usageMetadata'] if isinstance(data.get('usageMetadata'), dict) else {}
         made, thoughts = count(u.get('candidatesTokenCount')), count(u.get('thoughtsTokenCount'))
         usage = Usage(count(u.get('promptTokenCount')), None if made is None else made + (thoughts or 0), thoughts)
         return ImageResult(image_from_base64(image, self.display_name), model, usage, text=said(text, 2000))
@@ -210,8 +212,8 @@ class GoogleGemini(AIProviderPlugin):
 
     def error_of(self, error: dict, model: str) -> ProviderError:
         """The ProviderError for an error Gemini reports inside a stream."""
-        status = error.get('code') if isinstance(error.get('code'), int) else STATUS_OF_ERROR.get(
-            error.get('status', ''), 500)
+        said_code = error.get('code')
+        status = said_code if isinstance(said_code, int) else STATUS_OF_ERROR.get(error.get('status', ''), 500)
         return error_for_status(status, self.display_name, message=error.get('message', ''),
                                 code=error.get('status', ''), model=model)
 

@@ -12,6 +12,7 @@ docs.x.ai)."""
 
 from collections.abc import Iterator
 from functools import cached_property
+from typing import Any, cast, overload
 
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
@@ -38,7 +39,8 @@ TEMPERATURE = Option('temperature', _('Temperature (-1 for the server\'s default
 
 def finish_reason_of(reason: str | None) -> str:
     """A finish reason as Book AI names them ('stop', 'length'), from a server's."""
-    return {'stop': 'stop', 'length': 'length', 'eos': 'stop', 'end_turn': 'stop'}.get(reason, reason or 'stop')
+    reasons: dict[str | None, str] = {'stop': 'stop', 'length': 'length', 'eos': 'stop', 'end_turn': 'stop'}
+    return reasons.get(reason, reason or 'stop')
 
 
 class OpenAIChat(AIProviderPlugin):
@@ -50,7 +52,7 @@ class OpenAIChat(AIProviderPlugin):
         return [{'role': WIRE_ROLES[m.role], 'content': m.text} for m in messages]
 
     def chat_payload(self, messages: list[Message], model: str, max_tokens: int | None) -> dict:
-        payload = {'model': model, 'messages': self.chat_messages(messages), 'stream': True,
+        payload: dict[str, Any] = {'model': model, 'messages': self.chat_messages(messages), 'stream': True,
                    'stream_options': {'include_usage': True}}
         if max_tokens:
             payload['max_tokens'] = max_tokens
@@ -62,7 +64,7 @@ class OpenAIChat(AIProviderPlugin):
             payload['reasoning_effort'] = effort
         return payload
 
-    def option_or_none(self, name: str) -> object:
+    def option_or_none(self, name: str) -> Any:
         """The value of an option, None when this service has no such option."""
         try:
             self.option_named(name)
@@ -103,7 +105,8 @@ class OpenAIChat(AIProviderPlugin):
         """The ProviderError for an error a server reports inside a stream."""
         if isinstance(error, dict):
             message, code = str(error.get('message', '')), str(error.get('code', '') or error.get('type', ''))
-            status = error.get('code') if isinstance(error.get('code'), int) else 500
+            said_code = error.get('code')
+            status = said_code if isinstance(said_code, int) else 500
         else:
             message, code, status = str(error), '', 500
         return error_for_status(status, self.display_name, message=message, code=code, model=model)
@@ -186,7 +189,7 @@ class OpenAICompatible(OpenAIChat):
             payload['model'] = model
         return self.request('/images/generations', payload)
 
-    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+    def parse_image_answer(self, data: Any, model: str) -> ImageResult:
         return images_api_result(data, self.display_name, model)
 
     # }}}
@@ -208,6 +211,12 @@ class LMStudio(OpenAIChat):
     default_read_timeout = 600.0
     default_base_url = 'http://localhost:1234/v1'
     options = (TEMPERATURE,)
+
+
+@overload
+def number(value: object) -> float: ...
+@overload
+def number(value: object, kind: type[int]) -> int: ...
 
 
 def number(value: object, kind: type = float) -> float | int:
@@ -274,11 +283,11 @@ class Grok(OpenAIChat):
         payload['image'] = {'url': source.data_url(), 'type': 'image_url'}
         return self.request('/images/edits', payload)
 
-    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+    def parse_image_answer(self, data: Any, model: str) -> ImageResult:
         usage = Usage()
         ticks = (data.get('usage') or {}).get('cost_in_usd_ticks') if isinstance(data.get('usage'), dict) else None
-        if type(ticks) in (int, float) and 0 <= ticks < 1e16:  # 10 billion ticks to the dollar
-            usage = Usage(cost=Cost(ticks / 1e10, 'USD', 'reported'))
+        if type(ticks) in (int, float) and 0 <= cast(float, ticks) < 1e16:  # 10 billion ticks to the dollar
+            usage = Usage(cost=Cost(cast(float, ticks) / 1e10, 'USD', 'reported'))
         return images_api_result(data, self.display_name, model, usage)
 
     # }}}

@@ -8,6 +8,7 @@ and report their usage in tokens, which are priced as calibre prices them."""
 import math
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
 from calibre_plugins.bookai.core.images import Image, ImageResult, images_api_result
@@ -164,7 +165,7 @@ class OpenAI(AIProviderPlugin):
             payload['quality'] = quality
         return self.request('/images/generations', payload)
 
-    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+    def parse_image_answer(self, data: Any, model: str) -> ImageResult:
         return images_api_result(data, self.display_name, model, image_usage(data.get('usage'), model))
 
     # }}}
@@ -175,7 +176,7 @@ def image_usage(usage: object, model: str) -> Usage:
     details, and output_tokens), with its cost estimated as calibre estimates it."""
     if not isinstance(usage, dict):
         return Usage()
-    details = usage.get('input_tokens_details') if isinstance(usage.get('input_tokens_details'), dict) else {}
+    details = usage['input_tokens_details'] if isinstance(usage.get('input_tokens_details'), dict) else {}
     counts = [v if type(v) is int and v >= 0 else None for v in (
         usage.get('input_tokens'), usage.get('output_tokens'), details.get('text_tokens'), details.get('image_tokens'))]
     input_tokens, output_tokens, text_tokens, image_tokens = counts

@@ -11,6 +11,7 @@ URL in the message's `images` (openrouter.ai/docs, image generation)."""
 import math
 import re
 from dataclasses import replace
+from typing import Any, cast
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import CancelToken
@@ -76,7 +77,8 @@ def openrouter_choice(models: list[Model], allow_paid: bool) -> list[Model]:
     free is listed and paid models are not allowed. Total over any list: an empty one, one with
     no model of a known family (then []: OpenRouter chooses, see choose_model()), one that
     names a model twice (once is counted), dates or prices that are not numbers."""
-    free, paid = {}, {}
+    free: dict[str, list[Model]] = {}
+    paid: dict[str, list[Model]] = {}
     for m in models:
         family = openrouter_family(m)
         if not family or m.price('prompt') is None or m.price('completion') is None or (
@@ -97,7 +99,8 @@ def openrouter_choice(models: list[Model], allow_paid: bool) -> list[Model]:
     if not allow_paid:
         raise NotConfigured(_('No free models were found for text to text generation. Choose "Free or paid '
                               'models", or a model, in the settings of OpenRouter.'))
-    return sorted(newest(paid, OPENROUTER_PAID_FAMILIES), key=lambda m: m.price('completion'))
+    # every price is known: the models without one were left out above
+    return sorted(newest(paid, OPENROUTER_PAID_FAMILIES), key=lambda m: cast(float, m.price('completion')))
 
 
 def openrouter_pricing(data: object) -> tuple[tuple[str, float], ...]:
@@ -233,7 +236,7 @@ class OpenRouter(OpenAIChat):
             'model': model, 'messages': [{'role': 'user', 'content': content}], 'stream': False,
             'modalities': modalities, 'image_config': {'aspect_ratio': aspect}, 'usage': {'include': True}}))
 
-    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+    def parse_image_answer(self, data: Any, model: str) -> ImageResult:
         if data.get('error'):  # an error met after the request was accepted comes in the body
             raise self.stream_error(data['error'], model)
         usage = Usage()
@@ -282,8 +285,8 @@ class OpenRouter(OpenAIChat):
             pricing = openrouter_pricing(m.get('pricing'))
             kinds = dict(pricing)
             prices = (kinds['prompt'] * 1e6, kinds['completion'] * 1e6) if pricing else ()
-            arch = m.get('architecture') if isinstance(m.get('architecture'), dict) else {}
-            top = m.get('top_provider') if isinstance(m.get('top_provider'), dict) else {}
+            arch = m['architecture'] if isinstance(m.get('architecture'), dict) else {}
+            top = m['top_provider'] if isinstance(m.get('top_provider'), dict) else {}
             moderated = top.get('is_moderated')
             description = m.get('description')
             models.append(Model(

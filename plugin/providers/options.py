@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+from typing import Any, cast
 
 from calibre_plugins.bookai.core.errors import without_userinfo
 
@@ -61,16 +62,17 @@ class Option:
             return self.check(parse_headers(text))
         return self.check(text)
 
-    def check(self, value: object) -> object:
+    def check(self, value: object) -> Any:  # a value of the option's kind
         """value if this option can have it (as typed in, or as read from the settings file),
         else ValueError with what is wrong, in words."""
         kind = self.kind
         if kind in ('int', 'float'):
-            number = type(value) in (int, float) and math.isfinite(value) and (kind == 'float' or type(value) is int)
-            if not number or (self.minimum is not None and value < self.minimum) or (
-                    self.maximum is not None and value > self.maximum):
+            n = cast(float, value)  # only read as a number once it is one
+            number = type(value) in (int, float) and math.isfinite(n) and (kind == 'float' or type(value) is int)
+            if not number or (self.minimum is not None and n < self.minimum) or (
+                    self.maximum is not None and n > self.maximum):
                 raise ValueError(self.out_of_range(value))
-            return float(value) if kind == 'float' else value
+            return float(n) if kind == 'float' else value
         if kind == 'bool':
             if type(value) is not bool:
                 raise ValueError(_('"{value}" is not yes or no').format(value=quoted(value)))

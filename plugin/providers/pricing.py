@@ -12,6 +12,7 @@ unknown (core.messages.known_cost): never NaN, infinite, negative or absurd.
 
 import math
 import re
+from typing import TypeVar
 
 from calibre_plugins.bookai.core.messages import Cost, Usage, known_cost, token_count
 
@@ -37,7 +38,10 @@ PRICES = {
 SAME_MODEL_SUFFIX = re.compile(r'(-\d{4}-?\d{2}-?\d{2}|-latest)?')
 
 
-def table_entry(table: dict, model: str | None, same_model: re.Pattern = SAME_MODEL_SUFFIX) -> object:
+Entry = TypeVar('Entry')
+
+
+def table_entry(table: dict[str, Entry], model: str | None, same_model: re.Pattern = SAME_MODEL_SUFFIX) -> Entry | None:
     """The entry of a price table for model: the longest listed id it is, give or take what
     same_model allows after it; None when not listed."""
     model = (model or '').lower().removeprefix('models/')
@@ -95,7 +99,7 @@ IMAGE_TOKEN_PRICES: dict[str, dict[str, tuple[float, float, float]]] = {
 SAME_IMAGE_MODEL_SUFFIX = re.compile(r'(-preview)?(-\d{3}|-\d{2}-\d{4}|-\d{4}-?\d{2}-?\d{2}|-latest)?')
 
 
-def image_table_entry(table: dict, model: str | None) -> object:
+def image_table_entry(table: dict[str, Entry], model: str | None) -> Entry | None:
     """The entry of a provider's image price table for model (give or take SAME_IMAGE_MODEL_SUFFIX)."""
     return table_entry(table, model, SAME_IMAGE_MODEL_SUFFIX)
 

@@ -8,10 +8,11 @@ redacted_stream(), which keeps a provider's secrets out of every chunk it yields
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.errors import ProtocolError, Secrets, TooLarge
-from calibre_plugins.bookai.core.messages import Chunk, Done, Failed, ReasoningDelta, TextDelta, Usage, WebLink
+from calibre_plugins.bookai.core.messages import Chunk, Delta, Done, Failed, ReasoningDelta, TextDelta, Usage, WebLink
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Response
 
@@ -42,7 +43,7 @@ class StreamState:
         counts = [n if type(n) is int else None for n in (u.input_tokens, u.output_tokens, u.reasoning_tokens,
                                                            u.cached_tokens)]
         cost = u.cost if u.cost is None or isinstance(u.cost.amount, float) else None
-        self.usage = Usage(*counts, cost)
+        self.usage = Usage(counts[0], counts[1], counts[2], counts[3], cost)
         self.web_links = [w for w in self.web_links if isinstance(w.url, str) and isinstance(w.title, str)]
 
 
@@ -82,7 +83,7 @@ def too_complex(provider: str, error: limits.TooComplex) -> ProtocolError:
                            'read.').format(provider=provider, ratio=error.per_byte))
 
 
-def progressing(chunks: Iterator[Chunk], response: Response) -> Iterator[Chunk]:
+def progressing(chunks: Iterator[Delta], response: Response) -> Iterator[Delta]:
     """chunks, with the response's deadline moved on by each one that carries answer text:
     keepalives, pings and empty deltas yield nothing here, so they do not count as the
     service answering (see transport.Deadline). Also after the reader took the chunk, so
@@ -105,11 +106,12 @@ def redacted_stream(chunks: Iterable[Chunk], secrets: Secrets) -> Iterator[Chunk
     if not secrets:
         yield from chunks
         return
-    held_kind, held = TextDelta, ''
+    held_kind: type[Delta] = TextDelta
+    held = ''
     try:
         for chunk in chunks:
-            kind = type(chunk)
-            if kind is TextDelta or kind is ReasoningDelta:
+            if isinstance(chunk, (TextDelta, ReasoningDelta)):  # neither has subclasses: its type
+                kind = type(chunk)
                 if kind is not held_kind:
                     if held:
                         yield held_kind(held)
@@ -142,5 +144,5 @@ def redacted_chunk(chunk: Chunk, secrets: Secrets) -> Chunk:
     if isinstance(chunk, Done):
         kept = tuple(d for d in chunk.reasoning_details
                      if secrets.redact(json.dumps(d, ensure_ascii=False)) == json.dumps(d, ensure_ascii=False))
-        return replace(secrets.redacted(replace(chunk, reasoning_details=())), reasoning_details=kept)
+        return replace(cast(Done, secrets.redacted(replace(chunk, reasoning_details=()))), reasoning_details=kept)
     return chunk

@@ -39,6 +39,7 @@ import math
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import CancelToken
@@ -73,14 +74,14 @@ def list_of(value: object) -> list:
 def seconds(created: object) -> float:
     """A date the list gives (seconds since 1970) as a float; 0 for one that is not a date (a
     negative, NaN, infinite or astronomically large number, text)."""
-    return float(created) if type(created) in (int, float) and 0 < created <= 2 ** 40 else 0.0
+    return float(cast(float, created)) if type(created) in (int, float) and 0 < cast(float, created) <= 2 ** 40 else 0.0
 
 
 def usd(pricing: dict, key: str) -> float:
     """A price of the model list's pricing object, in US dollars per million tokens; 0 when not given."""
     price = dict_of(pricing.get(key)).get('usd')
-    if type(price) in (int, float) and 0 <= price < 1e9:
-        return float(price)
+    if type(price) in (int, float) and 0 <= cast(float, price) < 1e9:
+        return float(cast(float, price))
     return 0.0
 
 
@@ -225,7 +226,7 @@ class Venice(OpenAIChat):
     def models_request(self) -> Request:
         return self.request('/models?type=text')
 
-    def parse_models(self, data: object) -> list[Model]:
+    def parse_models(self, data: Any) -> list[Model]:
         items = dict_of(data).get('data') if isinstance(data, dict) else data
         if not isinstance(items, list):
             return []
@@ -276,7 +277,7 @@ class Venice(OpenAIChat):
     def chat_payload(self, messages: list[Message], model: str, max_tokens: int | None) -> dict:
         payload = super().chat_payload(messages, model, max_tokens)
         payload.pop('reasoning_effort', None)
-        venice = {'include_venice_system_prompt': False}
+        venice: dict[str, Any] = {'include_venice_system_prompt': False}
         effort = self.option('reasoning_effort')
         info = self.model_info(model)  # also gives the prices costed() estimates with
         if effort == 'none':
@@ -364,7 +365,7 @@ class Venice(OpenAIChat):
             payload['width'], payload['height'] = PIXEL_SIZES.get(aspect, PIXEL_SIZES['1:1'])
         return self.request('/image/generate', payload)
 
-    def parse_image_answer(self, data: object, model: str) -> ImageResult:
+    def parse_image_answer(self, data: Any, model: str) -> ImageResult:
         for b64 in data.get('images') or ():
             info = (self._image_models or {}).get(model)
             usage = Usage(cost=Cost(info.price, 'USD', 'estimated', time.strftime('%Y-%m-%d', time.gmtime()))) \

@@ -32,7 +32,7 @@ LARGEST_SETTINGS_FILE = 16 * 1024 * 1024  # bytes: a settings file larger than t
 # what a setting may hold: clean(value) gives what can be used of value, or raises TypeError
 Cleaner = Callable[[Any], Any]
 
-_prefs = None
+_prefs: 'JSONConfig | None' = None
 _opened = []  # every settings file opened in this process, for problems()
 
 
@@ -259,7 +259,7 @@ def plugin_prefs() -> 'JSONConfig':
 
 
 # what each setting holds, where more than "the kind of its default" is known
-PREF_KINDS = {key: same_kind(default) for key, default in DEFAULTS.items()}
+PREF_KINDS: dict[str | None, Cleaner] = {key: same_kind(default) for key, default in DEFAULTS.items()}
 PREF_KINDS.update({
     'providers': dict_of(a_dict),  # a provider's options: each checked by its Option when read
     'library_actions': list_of(a_dict),

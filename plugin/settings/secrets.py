@@ -10,7 +10,7 @@ store then, and leave the file only once read back from it.
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from calibre_plugins.bookai.settings.keyring import StoreError, SystemStore, Unavailable, open_system_store
 from calibre_plugins.bookai.settings.prefs import private_config, text
@@ -31,7 +31,8 @@ class SecretStore:
         gives the system's store or raises keyring.Unavailable (default: the real one)."""
         self._file, self._open_system_store = file, open_system_store
         self._config = None
-        self._system = self._unchosen = object()
+        self._unchosen = object()
+        self._system: SystemStore | None | object = self._unchosen  # until system is first read
         self._lock = threading.RLock()  # keys are read from worker threads too
 
     @property
@@ -52,7 +53,7 @@ class SecretStore:
                     self._system = None
                 if self._system is not None:
                     self.move_old_keys()
-            return self._system
+            return cast('SystemStore | None', self._system)
 
     @staticmethod
     def key(provider: str, name: str) -> str:
@@ -101,9 +102,10 @@ class SecretStore:
 
     def keep_in_system(self, provider: str, name: str, value: str) -> None:
         """Into the system's store, and read back: StoreError if it did not keep the key."""
-        self._system.set(provider, name, value)
-        if self._system.get(provider, name) != value:
-            raise StoreError(f'{self._system.label}: the key did not read back')
+        store = cast(SystemStore, self._system)  # called once system gave a store
+        store.set(provider, name, value)
+        if store.get(provider, name) != value:
+            raise StoreError(f'{store.label}: the key did not read back')
 
     def delete(self, provider: str, name: str) -> None:
         with self._lock:

@@ -54,7 +54,7 @@ class CredentialManager(UnlistedStore):
 
     def __init__(self) -> None:
         try:
-            api = ctypes.WinDLL('advapi32', use_last_error=True)
+            api = ctypes.WinDLL('advapi32', use_last_error=True)  # type: ignore[attr-defined]  # Windows only
         except (AttributeError, OSError):
             raise Unavailable('advapi32 is missing') from None
         PCREDENTIAL = ctypes.POINTER(CREDENTIAL)
@@ -70,12 +70,13 @@ class CredentialManager(UnlistedStore):
 
     @staticmethod
     def failed(what: str) -> StoreError:
-        return StoreError(f'{what}: Windows error {ctypes.get_last_error()}')
+        code = ctypes.get_last_error()  # type: ignore[attr-defined]  # Windows only
+        return StoreError(f'{what}: Windows error {code}')
 
     def get(self, provider: str, name: str) -> str:
         found = ctypes.POINTER(CREDENTIAL)()
         if not self.read(target(provider, name), CRED_TYPE_GENERIC, 0, ctypes.byref(found)):
-            if ctypes.get_last_error() == ERROR_NOT_FOUND:
+            if ctypes.get_last_error() == ERROR_NOT_FOUND:  # type: ignore[attr-defined]  # Windows only
                 return ''
             raise self.failed('CredReadW')
         try:
@@ -91,5 +92,5 @@ class CredentialManager(UnlistedStore):
 
     def delete(self, provider: str, name: str) -> None:
         if not self.remove(target(provider, name), CRED_TYPE_GENERIC, 0):
-            if ctypes.get_last_error() != ERROR_NOT_FOUND:
+            if ctypes.get_last_error() != ERROR_NOT_FOUND:  # type: ignore[attr-defined]  # Windows only
                 raise self.failed('CredDeleteW')

@@ -9,7 +9,7 @@ it has no Secret Service for Book AI (Unavailable), which is not an error.
 """
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from calibre_plugins.bookai.settings.keyring.store import StoreError, Unavailable
 
@@ -35,7 +35,7 @@ def attributes(provider: str | None = None, name: str | None = None) -> dict[str
     """The attributes that find Book AI's items: all of them, or one provider's secret name."""
     attrs = {'application': APPLICATION}
     if provider is not None:
-        attrs.update(provider=provider, name=name)
+        attrs.update(provider=provider, name=cast(str, name))  # name is given with provider
     return attrs
 
 
