@@ -60,7 +60,7 @@ def when(seconds: float) -> str:
         return '?'
 
 
-def model_of(conv: Conversation) -> str:
+def shown_model(conv: Conversation) -> str:
     models = [conv.model] + [t.model for t in conv.turns]
     model = next((m for m in models if m), '')
     return one_line(f'{conv.provider} · {model}' if conv.provider and model else conv.provider or model)
@@ -172,7 +172,7 @@ def conversation_markdown(conv: Conversation) -> str:
     for book in books_of(conv):
         parts.append(f'- {_("Book:")} {md_text(book)}')
     parts.append(f'- {_("Date:")} {when(conv.created)} – {when(conv.updated)}')
-    if model := model_of(conv):
+    if model := shown_model(conv):
         parts.append(f'- {_("Model:")} {md_text(model)}')
     if conv.selection:
         parts += ['', f'{_("About this passage:")}', '', quoted(md_text(conv.selection))]
@@ -234,7 +234,7 @@ def conversation_html(conv: Conversation, index: int) -> str:
     for book in books_of(conv):
         parts.append(f'<li>{escape(_("Book:"))} {escape(book)}</li>')
     parts.append(f'<li>{escape(_("Date:"))} {when(conv.created)} – {when(conv.updated)}</li>')
-    if model := model_of(conv):
+    if model := shown_model(conv):
         parts.append(f'<li>{escape(_("Model:"))} {escape(model)}</li>')
     parts.append('</ul>')
     if conv.selection:
