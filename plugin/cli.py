@@ -13,15 +13,20 @@
     cover --library PATH BOOK_ID [--style NAME] [--provider NAME] [--prompt-only] [--out FILE] [--apply] [--undo]
         a cover made by the image provider (covers/): its prompt only, saved to FILE, put on the book
         (the old cover kept for Undo), or the old one put back
+    history search --library PATH [WORD...] [--json]
+        the conversations kept for the library that hold every word, the best first
+    history export --library PATH ID... [--format md|html] [--output FILE [--force]]
+        conversations as Markdown or HTML, on standard output or in FILE (never over a file without --force)
 
 Exit codes: 0 done, 2 bad usage (also: book text asked for up to the reader's place
 when no place is known; nothing is sent), 3 provider not configured (or, for
 ask-library, the library has no full-text index), 4 provider error, 5 nothing in the
-library matches (for cover --undo: nothing to put back), 6 the settings, the conversation
+library matches (for cover --undo: nothing to put back; for history: no conversation), 6 the settings, the conversation
 or a cover could not be written (the answer was given; a damaged settings file is kept
 under a new name first; a cover is not put on a book whose old cover could not be kept
 for Undo), 7 one of calibre's
-settings files could not be read (nothing of it is used; it is left as it is), 130 stopped by
+settings files could not be read (nothing of it is used; it is left as it is), or a conversation of the
+History (it is set aside, never overwritten), 130 stopped by
 Ctrl-C (what came of the answer is kept in the history, as Stop does in a window);
 each failure with one sentence on standard error.
 
@@ -191,6 +196,7 @@ def parser() -> Parser:
                    help=_('With --yes, also carry over the templates that run as Python code (listed whole '
                           'without --yes; left out otherwise)'))
     add_cover(sub)
+    add_history(sub)
     return p
 
 
@@ -234,7 +240,7 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         args = p.parse_args(argv)
         if not args.command:
             raise Exit(USAGE, _('Name a command: providers, models, configure, ask, ask-library, '
-                                'import-calibre or cover.'))
+                                'import-calibre, cover or history.'))
         settings_problems(stderr)
         return COMMANDS[args.command](args, stdin, stdout)
     except Exit as e:
@@ -824,5 +830,96 @@ def cover_summary(provider: AIProviderPlugin, result: 'ImageResult') -> str:
     return _('Model: {model}. Cost: {cost}.').format(model=result.model or provider.display_name, cost=price)
 
 
+# history {{{
+
+def add_history(sub: 'argparse._SubParsersAction') -> None:
+    h = sub.add_parser('history', help=_('Search the conversations kept for a library, or export them as Markdown '
+                                         'or HTML'))
+    what = h.add_subparsers(dest='history_command', metavar='search|export')
+    s = what.add_parser('search', help=_('List the conversations that hold every word (in a title, a book, a '
+                                         'question or an answer), the best first; no word lists them all'))
+    s.add_argument('words', nargs='*', metavar='WORD')
+    s.add_argument('--library', required=True, metavar='PATH', help=_('The calibre library folder'))
+    s.add_argument('--json', action='store_true', help=_('One JSON object per conversation, on a line of its own'))
+    e = what.add_parser('export', help=_('Write conversations as Markdown or HTML, with their cited passages and '
+                                         'web pages'))
+    e.add_argument('ids', nargs='+', metavar='ID', help=_('A conversation id, as "history search" lists it'))
+    e.add_argument('--library', required=True, metavar='PATH', help=_('The calibre library folder'))
+    e.add_argument('--format', choices=('md', 'html'), help=_('Markdown or HTML (default: by the extension of '
+                                                              '--output, else Markdown)'))
+    e.add_argument('--output', metavar='FILE', help=_('Write to FILE rather than to standard output'))
+    e.add_argument('--force', action='store_true', help=_('Replace FILE when it exists'))
+
+
+def cmd_history(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    """history search | export: the History of a library (conversation/history.py, conversation/export.py)."""
+    if args.history_command == 'export' and args.output and os.path.lexists(args.output) and not args.force:
+        raise Exit(USAGE, _('{path} exists: add --force to replace it.').format(path=args.output))
+    if args.history_command == 'search':
+        return in_library(args, history_search, stdout)
+    if args.history_command == 'export':
+        return in_library(args, history_export, stdout)
+    raise Exit(USAGE, _('Say what to do with the History: search or export.'))
+
+
+def history_said(library: BookLibrary) -> None:
+    """What of the History could not be read, on standard error."""
+    history = library.history
+    if history.damaged:
+        say(sys.stderr, _('Some saved conversations could not be read. They were kept, set aside, as: '
+                          '{files}').format(files=', '.join(history.damaged)))
+    if history.unreadable:
+        raise Exit(NOT_READ, history.unreadable)
+
+
+def history_search(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
+    import time  # history only
+    found = library.history.search(library.library_id, ' '.join(args.words))
+    history_said(library)
+    if not found:
+        raise Exit(NOTHING_FOUND, _('No conversation matches "{words}".').format(words=' '.join(args.words))
+                   if args.words else _('No conversations are kept for this library yet.'))
+    for s in found:
+        if args.json:
+            emit(stdout, {'id': s.id, 'updated': s.updated, 'title': s.title, 'books': list(s.books),
+                          'book_ids': list(s.book_ids), 'questions': s.turns, 'provider': s.provider,
+                          'model': s.model})
+        else:
+            say(stdout, '\t'.join((s.id, time.strftime('%Y-%m-%d %H:%M', time.localtime(s.updated)), s.title,
+                                   '; '.join(s.books))))
+    return OK
+
+
+def history_export(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
+    from calibre_plugins.bookai.conversation.export import export, format_of  # history only
+    from calibre_plugins.bookai.core.files import write_private  # history only
+    convs = []
+    for conv_id in dict.fromkeys(args.ids):
+        try:
+            conv = library.history.load(library.library_id, conv_id)
+        except ValueError as e:  # damaged: set aside, and said
+            raise Exit(NOT_READ, str(e)) from None
+        if conv is None:
+            raise Exit(NOTHING_FOUND, _('No conversation with the id {id} is kept for this library: '
+                                        '"history search" lists them.').format(id=conv_id))
+        convs.append(conv)
+    fmt = args.format or (format_of(args.output) if args.output else 'md')
+    text = export(convs, fmt)
+    if not args.output:
+        say(stdout, text, end='')
+        return OK
+    try:
+        write_private(os.path.abspath(args.output), text)  # whole or not at all
+    except OSError as e:
+        raise Exit(NOT_WRITTEN, _('The conversations could not be saved in {path}: {reason}').format(
+            path=args.output, reason=e.strerror or e)) from None
+    say(sys.stderr, ngettext('The conversation was saved in {path}.', '{count} conversations were saved in {path}.',
+                             len(convs)).format(count=len(convs), path=args.output))
+    return OK
+
+# }}}
+
+
 COMMANDS = {'providers': cmd_providers, 'models': cmd_models, 'configure': cmd_configure, 'ask': cmd_ask,
-            'ask-library': cmd_ask_library, 'import-calibre': cmd_import_calibre, 'cover': cmd_cover}
+            'ask-library': cmd_ask_library, 'import-calibre': cmd_import_calibre, 'cover': cmd_cover,
+            'history': cmd_history}

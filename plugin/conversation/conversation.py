@@ -190,10 +190,10 @@ class Conversation:
 
 
 def book_from_dict(d: dict[str, Any]) -> BookInfo:
-    return BookInfo(int(d['book_id']), str(d['title']), tuple(d.get('authors', ())), d.get('series', ''),
-                    d.get('series_index'), tuple(d.get('tags', ())),
+    return BookInfo(int(d['book_id']), str(d['title']), texts_field(d, 'authors'), d.get('series', ''),
+                    d.get('series_index'), texts_field(d, 'tags'),
                     cast('tuple[tuple[str, str], ...]', tuple(tuple(f) for f in d.get('fields', ()))),
-                    tuple(d.get('notes', ())), tuple(d.get('languages', ())))
+                    texts_field(d, 'notes'), texts_field(d, 'languages'))
 
 
 def turn_as_dict(t: Turn) -> dict[str, Any]:
@@ -229,6 +229,15 @@ def text_field(d: dict[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f'{key} is a {type(value).__name__}, not text')
     return value
+
+
+def texts_field(d: dict[str, Any], key: str) -> tuple[str, ...]:
+    """d[key] (none when missing), which must be a list of texts (a book's authors, tags): shown and
+    searched as text, anything else in a saved file is damage."""
+    values = d.get(key) or ()
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+        raise TypeError(f'{key} is not a list of texts')
+    return tuple(values)
 
 
 def count_field(d: dict[str, Any], key: str) -> int | None:

@@ -12,6 +12,7 @@ conversation they hold; what was saved before is left as it was.
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from calibre.constants import config_dir
@@ -40,6 +41,16 @@ class Summary:
     turns: int
     provider: str
     model: str
+    books: tuple[str, ...] = ()  # each book as "Title by Authors", for a list and the command line
+
+
+def summary_of(conv: Conversation) -> Summary:
+    return Summary(conv.id, conv.title, conv.book_ids, conv.updated, len(conv.turns), conv.provider, conv.model,
+                   tuple(book_line(b.title, b.authors_text) for b in conv.books))
+
+
+def book_line(title: str, authors: str) -> str:
+    return _('{title} by {authors}').format(title=title, authors=authors) if authors else title
 
 
 class History:
@@ -91,17 +102,40 @@ class History:
 
     def summaries(self, library_id: str | None, book_id: int | None = None) -> list[Summary]:
         """The conversations of a library (about book_id, when given), newest first."""
+        found = [summary_of(conv) for conv in self.conversations(library_id)
+                 if book_id is None or book_id in conv.book_ids]
+        found.sort(key=lambda s: s.updated, reverse=True)
+        return found
+
+    def search(self, library_id: str | None, text: str) -> list[Summary]:
+        """The conversations of a library that text's words all find (match()), the best
+        first: those whose title or books hold the words before those whose questions and answers
+        alone do, then the newest. No words: every conversation, newest first."""
+        words = search_words(text)
+        if not words:
+            return self.summaries(library_id)
+        found = []
+        for conv in self.conversations(library_id):
+            score = match(conv, words)
+            if score is not None:
+                found.append((score, summary_of(conv)))
+        found.sort(key=lambda f: (-f[0], -f[1].updated))
+        return [s for _score, s in found]
+
+    def conversations(self, library_id: str | None) -> Iterator[Conversation]:
+        """Each conversation of a library, read one at a time (read(): bounded); a damaged file is set
+        aside (self.damaged), one that cannot be read is passed over, and a folder that cannot be
+        listed is said in self.unreadable."""
         folder = self.library_folder(library_id)
         self.unreadable = ''
         try:
-            names = os.listdir(folder)
+            names = sorted(os.listdir(folder))
         except FileNotFoundError:  # none yet
-            return []
+            return
         except OSError as e:  # a file in the folder's place, say: said, and nothing touched
             self.unreadable = _('The History in {folder} could not be read: {reason}').format(
                 folder=folder, reason=e.strerror or e)
-            return []
-        found = []
+            return
         for name in names:
             if not name.endswith('.json'):
                 continue
@@ -113,11 +147,7 @@ class History:
             except ValueError:
                 self.set_aside(path)
                 continue
-            if book_id is None or book_id in conv.book_ids:
-                found.append(Summary(conv.id, conv.title, conv.book_ids, conv.updated, len(conv.turns),
-                                     conv.provider, conv.model))
-        found.sort(key=lambda s: s.updated, reverse=True)
-        return found
+            yield conv
 
     def set_aside(self, path: str) -> str:
         """Rename a damaged file out of the way, never over one set aside before; returns where it is."""
@@ -141,3 +171,35 @@ def read(path: str) -> Conversation:
 def safe_name(text: object) -> str:
     """text as a file name."""
     return re.sub(r'[^\w.-]', '_', str(text))[:100]
+
+
+# a search of the History: at most this many words, each cut at this many characters (typed, or given
+# on the command line: a search is never made of a whole file's worth of words)
+MAX_SEARCH_WORDS = 16
+MAX_SEARCH_WORD_CHARS = 100
+
+
+def search_words(text: str) -> list[str]:
+    """The words of a search, case folded, each once (at most MAX_SEARCH_WORDS of them)."""
+    words: list[str] = []
+    for word in str(text or '').casefold().split():
+        word = word[:MAX_SEARCH_WORD_CHARS]
+        if word not in words:
+            words.append(word)
+    return words[:MAX_SEARCH_WORDS]
+
+
+def match(conv: Conversation, words: list[str]) -> int | None:
+    """How well conv matches words (search_words()): None unless each word is in its title, its
+    books' titles and authors, or the text of a question or an answer (in any case); else how many
+    of the words its title and books hold, so that those rank first."""
+    about = '\n'.join([conv.title] + [f'{b.title}\n{b.authors_text}' for b in conv.books]).casefold()
+    in_about = [w for w in words if w in about]
+    rest = [w for w in words if w not in about]
+    for turn in conv.turns:
+        if not rest:
+            break
+        for text in (turn.question, turn.answer):
+            folded = text.casefold()
+            rest = [w for w in rest if w not in folded]
+    return None if rest else len(in_about)

@@ -1,20 +1,27 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""The History: the conversations kept for this library, newest first, to reopen or delete.
+"""The History: the conversations kept for this library, newest first, to search, reopen, export
+(as Markdown or HTML, conversation/export.py) or delete.
 
 A conversation file that cannot be read is set aside by conversation.history (never
 deleted), and this window says so and where it is.
 """
 
+import os
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from qt.core import (
-    QAbstractItemView, QCheckBox, QDialog, QDialogButtonBox, QLabel, QTreeWidget, QTreeWidgetItem, Qt, QVBoxLayout,
-    QWidget,
+    QAbstractItemView, QCheckBox, QDialog, QDialogButtonBox, QLabel, QLineEdit, QTimer, QTreeWidget, QTreeWidgetItem,
+    Qt, QVBoxLayout, QWidget,
 )
 
-from calibre.gui2 import question_dialog
+from calibre.gui2 import choose_save_file, error_dialog, question_dialog
+
+from calibre_plugins.bookai.conversation.export import export, format_of
+from calibre_plugins.bookai.conversation.history import safe_name
+from calibre_plugins.bookai.core.files import write_private
+from calibre_plugins.bookai.core.printable import one_line
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.conversation.conversation import Conversation
@@ -38,6 +45,17 @@ class HistoryWindow(QDialog):
 
     def setup_ui(self) -> None:
         layout = QVBoxLayout(self)
+        self.search = QLineEdit(self)
+        self.search.setPlaceholderText(_('Search titles, books, questions and answers'))
+        self.search.setClearButtonEnabled(True)
+        # the list follows the words as they are typed, once typing pauses: each search reads the files
+        self.search_timer = QTimer(self)
+        self.search_timer.setSingleShot(True)
+        self.search_timer.setInterval(250)
+        self.search_timer.timeout.connect(self.refresh)
+        self.search.textChanged.connect(lambda: self.search_timer.start())
+        self.search.returnPressed.connect(self.refresh)
+        layout.addWidget(self.search)
         self.only_selected = QCheckBox(_('Only conversations about the selected books'), self)
         self.only_selected.setVisible(bool(self.book_ids))
         self.only_selected.toggled.connect(self.refresh)
@@ -51,10 +69,14 @@ class HistoryWindow(QDialog):
         layout.addWidget(self.list, 1)
         self.notice = QLabel(self)
         self.notice.setWordWrap(True)
+        self.notice.setTextFormat(Qt.TextFormat.PlainText)  # it may show words typed and file names
         self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.notice)
         bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         self.open_button = bb.addButton(_('&Open'), QDialogButtonBox.ButtonRole.ActionRole)
+        self.export_button = bb.addButton(_('&Export…'), QDialogButtonBox.ButtonRole.ActionRole)
+        self.export_button.setToolTip(_('Save the selected conversations as Markdown or HTML'))
+        self.export_button.clicked.connect(self.export_selected)
         self.delete_button = bb.addButton(_('&Delete'), QDialogButtonBox.ButtonRole.DestructiveRole)
         self.open_button.clicked.connect(self.open_selected)
         self.delete_button.clicked.connect(self.delete_selected)
@@ -65,17 +87,13 @@ class HistoryWindow(QDialog):
         """List the conversations again, and say what could not be read."""
         history = self.library.history
         history.damaged.clear()
-        summaries = []
+        self.search_timer.stop()
+        words = self.search.text().strip()
+        found = history.search(self.library.library_id, words)
         if self.only_selected.isChecked():
-            seen = set()
-            for book_id in self.book_ids:
-                for s in history.summaries(self.library.library_id, book_id):
-                    if s.id not in seen:
-                        seen.add(s.id)
-                        summaries.append(s)
-            summaries.sort(key=lambda s: s.updated, reverse=True)
-        else:
-            summaries = history.summaries(self.library.library_id)
+            wanted = set(self.book_ids)
+            found = [s for s in found if wanted.intersection(s.book_ids)]
+        summaries = found
         self.list.clear()
         for s in summaries:
             item = QTreeWidgetItem(self.list, [s.title, time.strftime('%Y-%m-%d %H:%M', time.localtime(s.updated)),
@@ -88,6 +106,8 @@ class HistoryWindow(QDialog):
                                   '{files}').format(files=', '.join(history.damaged)))
         elif history.unreadable:
             self.notice.setText(history.unreadable)
+        elif not summaries and words:
+            self.notice.setText(_('No conversation matches "{words}".').format(words=one_line(words)))
         elif not summaries:
             self.notice.setText(_('No conversations yet. They are kept here as soon as a question is answered.'))
         else:
@@ -95,12 +115,15 @@ class HistoryWindow(QDialog):
         self.update_buttons()
 
     def selected_ids(self) -> list[str]:
-        return [item.data(0, Qt.ItemDataRole.UserRole) for item in self.list.selectedItems()]
+        """The ids of the selected conversations, in the list's order."""
+        items = sorted(self.list.selectedItems(), key=self.list.indexOfTopLevelItem)
+        return [item.data(0, Qt.ItemDataRole.UserRole) for item in items]
 
     def update_buttons(self) -> None:
         n = len(self.selected_ids())
         self.open_button.setEnabled(n == 1)
         self.delete_button.setEnabled(n > 0)
+        self.export_button.setEnabled(n > 0)
 
     def open_selected(self) -> None:
         ids = self.selected_ids()
@@ -114,6 +137,44 @@ class HistoryWindow(QDialog):
             return
         if conv is not None:
             self.open_conversation(conv)
+
+    def export_selected(self) -> None:
+        """The selected conversations, in the list's order, saved as one Markdown or HTML file (by the
+        name's extension; Markdown when it has none) written whole or not at all."""
+        ids = self.selected_ids()
+        if not ids:
+            return
+        convs, problems = [], []
+        for conv_id in ids:
+            try:
+                conv = self.library.history.load(self.library.library_id, conv_id)
+            except ValueError as e:
+                problems.append(str(e))
+                continue
+            if conv is not None:
+                convs.append(conv)
+        if not convs:
+            self.refresh()
+            self.notice.setText(' '.join(problems) or _('The selected conversations are no longer in the History.'))
+            return
+        name = safe_name(convs[0].title if len(convs) == 1 else _('Book AI conversations')).strip('_.') or 'history'
+        path = choose_save_file(self, 'bookai-history-export', ngettext(
+            'Export the conversation', 'Export {count} conversations', len(convs)).format(count=len(convs)),
+            filters=[(_('Markdown'), ['md']), (_('HTML'), ['html'])], all_files=False, initial_filename=name + '.md')
+        if not path:
+            return
+        fmt = format_of(path)
+        if '.' not in os.path.basename(path):
+            path += '.' + fmt
+        try:
+            write_private(path, export(convs, fmt))
+        except OSError as e:
+            error_dialog(self, _('Not exported'), _('The conversations could not be saved in {path}: {reason}').format(
+                path=path, reason=e.strerror or e), show=True)
+            return
+        said = ngettext('The conversation was saved in {path}.', '{count} conversations were saved in {path}.',
+                        len(convs)).format(count=len(convs), path=path)
+        self.notice.setText(' '.join([said] + problems))
 
     def delete_selected(self) -> None:
         ids = self.selected_ids()

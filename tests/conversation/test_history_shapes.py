@@ -25,6 +25,8 @@ def test_the_good_shape_reads():
     lambda d: d['turns'][0].__setitem__('places', [[]]),            # a place with nothing in it
     lambda d: d.__setitem__('created', 'soon'),
     lambda d: d.__setitem__('books', 7),
+    lambda d: d['books'][0].__setitem__('authors', [0]),           # an author that is no text: not searchable
+    lambda d: d['books'][0].__setitem__('tags', 'x'),
 ])
 def test_every_wrong_shape_is_not_a_saved_conversation(damage):
     d = saved()

@@ -293,6 +293,32 @@ class HistoryFile(FileSurface):
         return seen
 
 
+class HistorySearched(HistoryFile):
+    """The same conversation searched (History.search, as the History window's search box and
+    "history search" do), then exported by its id as Markdown and as HTML (conversation/export.py,
+    as "history export" and the window's Export… do): every text of both documents is shown."""
+
+    def read(self, path: Path, where: Path, ctx: Context) -> Observed:
+        from calibre_plugins.bookai.conversation.export import export
+        from calibre_plugins.bookai.conversation.history import History
+        h = History(str(where / 'history'))
+        found = h.search('lib', 'rains book')
+        shown = [t for s in found for t in (s.title, s.model, *s.books)]
+        said = [h.unreadable] if h.unreadable else []
+        if h.damaged:  # as the History window says it (main_window/history_window.py)
+            said.append('Some saved conversations could not be read. They were kept, set aside, as: '
+                        + ', '.join(h.damaged))
+        try:
+            conv = h.load('lib', 'conv-1')
+        except ValueError as e:  # as "history export" says it (cli.py)
+            said.append(str(e))
+            conv = None
+        seen = Observed(sentence=' '.join(said), shown=shown, facts={'found': len(found)})
+        if conv is not None:
+            seen.shown += [export([conv], 'md'), export([conv], 'html')]
+        return seen
+
+
 class ModelsCache(FileSurface):
     """A provider's cached model list (providers/models.py), read, then written anew."""
 
