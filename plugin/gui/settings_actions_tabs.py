@@ -1,8 +1,8 @@
 # License: GPLv3 Copyright: the Book AI developers
 """The tabs of the settings that hold quick actions: Library actions (those offered about the
-selected books) and Reading (the E-book viewer's, and the highlight style Save as note uses),
-each an ActionsEditor, the list to tick, add, edit, remove, reorder and restore, whose
-ActionEditor edits one action.
+selected books) and Reading (the E-book viewer's, the highlight style Save as note uses, and the
+text size of the chat), each with an ActionsEditor, the list to tick, add, edit, remove,
+reorder and restore, whose ActionEditor edits one action.
 """
 
 from calibre.constants import numeric_version
@@ -16,6 +16,7 @@ from calibre_plugins.bookai.conversation.actions import (
     QuickAction, action_name, library_actions, library_actions_builtin, viewer_actions, viewer_actions_builtin,
 )
 from calibre_plugins.bookai.gui.settings_tab import CheckedEditor, SettingsTab, check_state, checked, wrapped_label
+from calibre_plugins.bookai.settings.prefs import CHAT_TEXT_SIZES, chat_text_size
 
 load_translations()
 
@@ -47,6 +48,12 @@ def highlight_styles() -> tuple[tuple[str, str], ...]:
     decorations = {'wavy': _('Red wavy underline'), 'strikeout': _('Red strikeout')}
     return tuple((f'color-{which}', colors[which]) for which, light, dark in HIGHLIGHT_COLORS) + tuple(
         (f'decoration-{which}', decorations[which]) for which in HIGHLIGHT_DECORATIONS)
+
+
+def chat_text_sizes() -> tuple[tuple[int, str], ...]:
+    """(percent, name) of the text sizes the chat can have, smallest first."""
+    names = {85: _('Smaller'), 100: _('Normal'), 115: _('Larger'), 130: _('Much larger'), 150: _('Largest')}
+    return tuple((percent, names[percent]) for percent in CHAT_TEXT_SIZES)
 
 
 class ActionEditor(CheckedEditor):
@@ -316,7 +323,8 @@ class LibraryActionsTab(ActionsTab):
 
 
 class ReadingTab(ActionsTab):
-    """The quick actions of the E-book viewer, about the text selected, and the highlight style of notes."""
+    """The quick actions of the E-book viewer, about the text selected, the highlight style of notes, and
+    the text size of the chat (in the library's windows too)."""
 
     def builtin(self) -> list[QuickAction]:
         return viewer_actions_builtin()
@@ -354,6 +362,22 @@ class ReadingTab(ActionsTab):
             row.addWidget(self.highlight_needs)
         row.addStretch(1)
         self.tab_layout.addLayout(row)
+        row = QHBoxLayout()
+        self.text_size_box = QComboBox(self)
+        self.text_size_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        for percent, size in chat_text_sizes():
+            self.text_size_box.addItem(_('{size} ({percent}%)').format(size=size, percent=percent), percent)
+        self.text_size_box.setToolTip(_(
+            'The size of the text of the conversations, in the discussion windows, Ask my library and the '
+            'E-book viewer\'s Ask AI panel, beside the rest of calibre\'s text. It applies at once to the '
+            'window the settings were opened from, to the other open ones with their next question, and to an '
+            'E-book viewer already open when it is opened again.'))
+        label = QLabel(_('Chat text si&ze:'), self)
+        label.setBuddy(self.text_size_box)
+        row.addWidget(label)
+        row.addWidget(self.text_size_box)
+        row.addStretch(1)
+        self.tab_layout.addLayout(row)
 
     def load(self) -> None:
         super().load()
@@ -361,10 +385,12 @@ class ReadingTab(ActionsTab):
         if self.highlight_box.findData(current) < 0:  # a custom style, or one of a later calibre
             self.highlight_box.addItem(self.highlight_icon(''), current.removeprefix('custom-'), current)
         self.highlight_box.setCurrentIndex(self.highlight_box.findData(current))
+        self.text_size_box.setCurrentIndex(self.text_size_box.findData(chat_text_size()))
 
     def save(self, prefs: object) -> None:
         prefs['viewer_actions'] = self.editor.actions_pref()
         prefs['highlight_style'] = self.highlight_box.currentData() or ''
+        prefs['chat_text_size'] = self.text_size_box.currentData()
 
     def highlight_icon(self, name: str) -> QIcon:
         """A small picture of a builtin highlight style: its colour, or its red line; blank for another name."""

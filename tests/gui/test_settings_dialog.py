@@ -420,6 +420,34 @@ def test_highlight_style(qapp, artifacts, saved_prefs):
     w.close()
 
 
+def test_chat_text_size(qapp, artifacts, saved_prefs):
+    """The chat's text size: offered from smaller to larger, the default the normal one; saved, read back;
+    a value not offered (set by something else than this dialog) shown as the default."""
+    saved_prefs['chat_text_size'] = 100
+    w = shown(qapp, SettingsWidget())
+    w.tabs.setCurrentIndex(TABS.index('reading'))
+    box = w.reading_tab.text_size_box
+    assert [box.itemData(i) for i in range(box.count())] == [85, 100, 115, 130, 150]
+    assert [box.itemText(i) for i in range(box.count())] == [
+        'Smaller (85%)', 'Normal (100%)', 'Larger (115%)', 'Much larger (130%)', 'Largest (150%)']
+    assert box.currentData() == 100 and box.isVisible()
+    assert 'Ask AI panel' in box.toolTip() and 'at once' in box.toolTip()
+    box.setCurrentIndex(box.findData(130))
+    shoot(qapp, w, artifacts / 'settings-chat-text-size.png')
+    w.commit()
+    assert saved_prefs['chat_text_size'] == 130
+    w.close()
+    w = SettingsWidget()
+    assert w.reading_tab.text_size_box.currentData() == 130
+    w.close()
+    saved_prefs['chat_text_size'] = 120
+    w = SettingsWidget()
+    assert w.reading_tab.text_size_box.currentData() == 100
+    w.commit()
+    assert saved_prefs['chat_text_size'] == 100
+    w.close()
+
+
 def test_fields_sent(qapp, saved_prefs):
     from calibre.library.field_metadata import FieldMetadata
     saved_prefs['book_fields'] = []
