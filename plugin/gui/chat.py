@@ -24,13 +24,14 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from qt.core import (
-    QFrame, QTextBlockFormat, QTextBrowser, QTextCharFormat, QTextCursor, QTimer, QUrl, QWidget, pyqtSignal,
+    QFont, QFrame, QTextBlockFormat, QTextBrowser, QTextCharFormat, QTextCursor, QTimer, QUrl, QWidget, pyqtSignal,
 )
 
 from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.conversation.render import markdown_to_html, renderer, stable_end
 from calibre_plugins.bookai.core.web_links import is_web_address, kept_links, site
 from calibre_plugins.bookai.grounding.citations import repeated_passages
+from calibre_plugins.bookai.settings.prefs import chat_text_size
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.conversation.conversation import Turn
@@ -96,6 +97,27 @@ class ChatView(QTextBrowser):
         t.setInterval(FLUSH_INTERVAL)
         t.timeout.connect(self.flush)
         renderer()  # python-markdown is loaded with the window, not during the first answer
+        self.base_font = QFont(self.font())  # calibre's text, as this window has it
+        self.text_size = 100  # percent of base_font the chat's text has now
+        self.apply_text_size()
+
+    def apply_text_size(self) -> None:
+        """Give the chat's text the size the settings say (Settings → Reading), in percent of calibre's
+        own text; the text shown is laid out again in it. Called on every render: a change in the settings
+        shows with the next question."""
+        percent = chat_text_size()
+        if percent == self.text_size:
+            return
+        self.text_size = percent
+        if percent == 100:
+            self.setFont(QFont())  # nothing of its own: the window's font, as every other widget's
+            return
+        font = QFont(self.base_font)
+        if font.pointSizeF() > 0:
+            font.setPointSizeF(font.pointSizeF() * percent / 100)
+        else:  # a font sized in pixels
+            font.setPixelSize(max(1, round(font.pixelSize() * percent / 100)))
+        self.setFont(font)
 
     # nothing is ever fetched: not a remote image, not a local file
     def loadResource(self, kind: int, url: QUrl) -> None:
@@ -119,6 +141,7 @@ class ChatView(QTextBrowser):
     def show_conversation(self, turns: Sequence['Turn'], assistant: str, intro_html: str = '') -> None:
         """Render everything (on opening, and when a reply's reasoning is shown or hidden)."""
         self.stop_stream()
+        self.apply_text_size()
         parts = [intro_html] if intro_html else []
         for i, turn in enumerate(turns):
             parts.append(question_html(turn.question, sent_note(turn)))
@@ -176,6 +199,7 @@ class ChatView(QTextBrowser):
         """Show the question and where the answer will come; the answer streams in after.
         cite: what its [n] citations become (citing()); note: what went with it (sent_note())."""
         self.stop_stream()
+        self.apply_text_size()
         at_bottom = self.at_bottom()
         self.append_html(question_html(question, note))
         c = self.end_cursor()

@@ -517,6 +517,7 @@ class ConversationPanel(QWidget):
     def show_settings(self) -> None:
         if self.open_settings is not None:
             self.open_settings()
+            self.chat.apply_text_size()  # the chat's text size, as the settings say now
         if not self.streaming and not self.closed:
             self.show_conversation()
 

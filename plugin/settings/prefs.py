@@ -191,6 +191,15 @@ def accepts(clean: Cleaner, value: Any) -> bool:
         return False
 
 
+def one_of(*values: Any) -> Cleaner:
+    """The cleaner of a setting that holds one of values (of their kind: True is not 1)."""
+    def cleaned(value: Any) -> Any:
+        if any(type(value) is type(v) and value == v for v in values):
+            return value
+        raise ValueError('not one of the values offered')
+    return cleaned
+
+
 def same_kind(default: Any) -> Cleaner:
     """The cleaner of a setting that holds a value of the same kind as its default."""
     kind = type(default)
@@ -246,7 +255,12 @@ DEFAULTS = {
     'cover_aspect': '3:4',     # width:height, as calibre's default
     'cover_requests_at_once': 3,  # the bulk job's requests at once (1 to 8)
     'cover_undo_days': 30,     # how long a replaced cover is kept for Undo
+    # the text size of the chat (the conversation shown in the library's windows and the viewer's
+    # panel), in percent of calibre's own text: one of CHAT_TEXT_SIZES
+    'chat_text_size': 100,
 }
+
+CHAT_TEXT_SIZES = (85, 100, 115, 130, 150)
 
 
 def plugin_prefs() -> 'JSONConfig':
@@ -271,4 +285,12 @@ PREF_KINDS.update({
     'cover_styles': list_of(a_dict),
     'cover_text': dict_of(same_kind(True)),
     'cover_templates': dict_of(text),
+    'chat_text_size': one_of(*CHAT_TEXT_SIZES),
 })
+
+
+def chat_text_size() -> int:
+    """The chat's text size, in percent of calibre's own: the default when what is set is not one of
+    CHAT_TEXT_SIZES (a damaged file's value is not used: see PrivateJSONConfig.cleaned)."""
+    value = plugin_prefs()['chat_text_size']
+    return value if accepts(PREF_KINDS['chat_text_size'], value) else DEFAULTS['chat_text_size']

@@ -12,30 +12,31 @@ from qt.core import QDialog
 from calibre_plugins.bookai.conversation.books import allowed_fields
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.library import BookLibrary
-from calibre_plugins.bookai.gui import settings_dialog as settings_module
 from calibre_plugins.bookai.gui.preview import messages_html
+from calibre_plugins.bookai.gui.settings_books_tabs import FIELD_ROLE
 from calibre_plugins.bookai.gui.settings_dialog import SettingsDialog, SettingsWidget
+from calibre_plugins.bookai.gui.settings_tab import check_state, checked
 from helpers.book_fields import BOOK, calibres_offer, library_with_columns, open_library
 from helpers.project import HOST, PROJECT
 
 
 def rows(w):
     """(lookup name, text, tooltip, ticked) of each field listed."""
-    items = [w.field_list.item(i) for i in range(w.field_list.count())]
-    return [(i.data(settings_module.FIELD_ROLE), i.text(), i.toolTip(), settings_module.checked(i)) for i in items]
+    items = [w.fields_tab.field_list.item(i) for i in range(w.fields_tab.field_list.count())]
+    return [(i.data(FIELD_ROLE), i.text(), i.toolTip(), checked(i)) for i in items]
 
 
 def tick(w, *keys):
-    for i in range(w.field_list.count()):
-        item = w.field_list.item(i)
-        if item.data(settings_module.FIELD_ROLE) in keys:
-            item.setCheckState(settings_module.check_state(True))
+    for i in range(w.fields_tab.field_list.count()):
+        item = w.fields_tab.field_list.item(i)
+        if item.data(FIELD_ROLE) in keys:
+            item.setCheckState(check_state(True))
 
 
 def open_dialog(qapp, db):
     d = SettingsDialog(db)
     d.show()
-    d.settings.tabs.setCurrentWidget(d.settings.field_list.parentWidget())
+    d.settings.tabs.setCurrentWidget(d.settings.fields_tab.field_list.parentWidget())
     qapp.processEvents()
     return d
 
@@ -54,17 +55,17 @@ def test_every_field_calibre_offers_select_all_and_none(qapp, artifacts, sandbox
         assert [r[1] for r in shown] == [fm[k]['name'] for k in keys]  # named as calibre names them
         assert [r[2] for r in shown] == keys                             # the lookup name as tooltip
         assert [r[0] for r in shown if r[3]] == ['tags']
-        assert 'always sent' in w.fields_intro.text()
-        assert 'this library (library)' in w.fields_where.text()
+        assert 'always sent' in w.fields_tab.fields_intro.text()
+        assert 'this library (library)' in w.fields_tab.fields_where.text()
         if HOST == 'forky':  # calibre's own Metadata tab lists exactly these, in this order
             from calibre.gui2.dialogs import llm_book
             monkeypatch.setattr(llm_book, 'get_current_db', lambda: db)
             calibres = llm_book.MetadataSettings()
-            assert [(i.data(settings_module.FIELD_ROLE), i.text(), i.toolTip()) for i in calibres] == [
+            assert [(i.data(FIELD_ROLE), i.text(), i.toolTip()) for i in calibres] == [
                 r[:3] for r in shown]
             calibres.deleteLater()
 
-        w.all_fields_button.click()
+        w.fields_tab.all_fields_button.click()
         assert all(r[3] for r in rows(w))
         d.accept()
         assert d.result() == QDialog.DialogCode.Accepted
@@ -75,7 +76,7 @@ def test_every_field_calibre_offers_select_all_and_none(qapp, artifacts, sandbox
         d = open_dialog(qapp, db)
         w = d.settings
         assert all(r[3] for r in rows(w))
-        w.no_fields_button.click()
+        w.fields_tab.no_fields_button.click()
         assert not any(r[3] for r in rows(w))
         tick(w, 'timestamp', 'formats', 'size', 'series', '#mood', '#read')
         shot = artifacts / 'settings-fields.png'
@@ -86,7 +87,7 @@ def test_every_field_calibre_offers_select_all_and_none(qapp, artifacts, sandbox
         assert allowed_fields(db.library_id) == {'timestamp', 'formats', 'size', 'series', '#mood', '#read'}
 
         d = open_dialog(qapp, db)
-        d.settings.no_fields_button.click()
+        d.settings.fields_tab.no_fields_button.click()
         d.accept()
         assert allowed_fields(db.library_id) == set()
         assert prefs['book_custom_fields'] == {db.library_id: []}
@@ -144,7 +145,8 @@ def test_without_a_library_the_standard_fields_only(qapp, prefs):
     shown = rows(w)
     assert [r[0] for r in shown] == [k for k in calibres_offer(FieldMetadata()) if not k.startswith('#')]
     assert [r[0] for r in shown if r[3]] == ['pubdate']
-    assert 'no calibre library' in w.fields_where.text() and 'standard fields' in w.fields_where.text()
+    where = w.fields_tab.fields_where.text()
+    assert 'no calibre library' in where and 'standard fields' in where
     tick(w, 'formats')
     w.commit()
     assert prefs['book_fields'] == ['formats', 'pubdate', '#mood']  # the custom choices stay as they were

@@ -13,8 +13,10 @@ from calibre_plugins.bookai.conversation.actions import (
     viewer_actions_builtin,
 )
 from calibre_plugins.bookai.conversation.books import interface_language, offered_fields
-from calibre_plugins.bookai.gui import settings_dialog as settings_module
+from calibre_plugins.bookai.gui.settings_actions_tabs import ACTION_ROLE
+from calibre_plugins.bookai.gui.settings_books_tabs import FIELD_ROLE
 from calibre_plugins.bookai.gui.settings_dialog import SettingsDialog, SettingsWidget
+from calibre_plugins.bookai.gui.settings_tab import check_state, checked
 from calibre_plugins.bookai.providers.registry import PROVIDERS
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import secret_store
@@ -102,9 +104,9 @@ def test_every_tab_renders(qapp, artifacts, saved_prefs):
         shoot(qapp, d, artifacts / f'settings-{tab}.png')
     w.tabs.setCurrentIndex(0)
     for name in PROVIDERS:  # every provider's settings fit the width
-        w.provider_box.setCurrentIndex(w.provider_box.findData(name))
+        w.provider_tab.provider_box.setCurrentIndex(w.provider_tab.provider_box.findData(name))
         qapp.processEvents()
-        assert not w.config_pages[name].horizontalScrollBar().isVisible(), name
+        assert not w.provider_tab.config_pages[name].horizontalScrollBar().isVisible(), name
     shoot(qapp, d, artifacts / 'settings-provider-openai_compatible.png')
     d.reject()
 
@@ -119,7 +121,7 @@ def test_tab_accelerators_are_unique(qapp, saved_prefs):
     d = shown(qapp, SettingsDialog())
     w = d.settings
     for name in PROVIDERS:  # every provider's settings made
-        w.provider_box.setCurrentIndex(w.provider_box.findData(name))
+        w.provider_tab.provider_box.setCurrentIndex(w.provider_tab.provider_box.findData(name))
     tab_keys = [mnemonic(w.tabs.tabText(i)) for i in range(w.tabs.count())]
     assert None not in tab_keys and len(set(tab_keys)) == len(tab_keys), tab_keys
     used = {}
@@ -136,17 +138,18 @@ def test_tab_accelerators_are_unique(qapp, saved_prefs):
 def test_provider_choice(qapp, saved_prefs):
     saved_prefs['provider'] = ''
     w = shown(qapp, SettingsWidget())
-    assert w.none_chosen.isVisible()
-    assert w.selected_provider == next(iter(PROVIDERS))
-    assert list(w.config_widgets) == [w.selected_provider]  # only the one shown is made
-    texts = {w.provider_box.itemData(i): w.provider_box.itemText(i) for i in range(w.provider_box.count())}
+    assert w.provider_tab.none_chosen.isVisible()
+    assert w.provider_tab.selected_provider == next(iter(PROVIDERS))
+    assert list(w.provider_tab.config_widgets) == [w.provider_tab.selected_provider]  # only the one shown is made
+    box = w.provider_tab.provider_box
+    texts = {box.itemData(i): box.itemText(i) for i in range(box.count())}
     assert set(texts) == set(PROVIDERS)
     assert '(local)' in texts['ollama'] and '(local)' in texts['lmstudio'] and '(local)' not in texts['openai']
     assert texts['ollama'].endswith('ready') and texts['openai'].endswith('needs setting up')  # no key yet
-    w.provider_box.setCurrentIndex(w.provider_box.findData('ollama'))
-    assert set(w.config_widgets) == {'openai', 'ollama'}
-    assert w.provider_stack.currentWidget().widget() is w.config_widgets['ollama']
-    w.config_widgets['ollama'].editors['model'].box.setEditText('tiny:1b')
+    w.provider_tab.provider_box.setCurrentIndex(w.provider_tab.provider_box.findData('ollama'))
+    assert set(w.provider_tab.config_widgets) == {'openai', 'ollama'}
+    assert w.provider_tab.provider_stack.currentWidget().widget() is w.provider_tab.config_widgets['ollama']
+    w.provider_tab.config_widgets['ollama'].editors['model'].box.setEditText('tiny:1b')
     assert w.problem() == ''
     w.commit()
     assert saved_prefs['provider'] == 'ollama'
@@ -154,9 +157,9 @@ def test_provider_choice(qapp, saved_prefs):
     w.close()
 
     again = shown(qapp, SettingsWidget())
-    assert again.selected_provider == 'ollama' and not again.none_chosen.isVisible()
-    assert list(again.config_widgets) == ['ollama']
-    assert again.config_widgets['ollama'].values()['model'] == 'tiny:1b'
+    assert again.provider_tab.selected_provider == 'ollama' and not again.provider_tab.none_chosen.isVisible()
+    assert list(again.provider_tab.config_widgets) == ['ollama']
+    assert again.provider_tab.config_widgets['ollama'].values()['model'] == 'tiny:1b'
     again.close()
 
 
@@ -167,14 +170,14 @@ def test_a_bad_provider_setting_is_not_saved(qapp, saved_prefs, monkeypatch):
     monkeypatch.setattr(calibre.gui2, 'error_dialog', lambda parent, title, msg, **kw: shown_errors.append(msg))
     d = shown(qapp, SettingsDialog())
     w = d.settings
-    w.provider_box.setCurrentIndex(w.provider_box.findData('openai_compatible'))
-    w.config_widgets['openai_compatible'].editors['base_url'].setText('ftp://example.com')
+    w.provider_tab.provider_box.setCurrentIndex(w.provider_tab.provider_box.findData('openai_compatible'))
+    w.provider_tab.config_widgets['openai_compatible'].editors['base_url'].setText('ftp://example.com')
     assert 'http://' in w.problem()
     d.accept()
     assert shown_errors and 'http://' in shown_errors[0]
     assert d.isVisible() and d.result() != QDialog.DialogCode.Accepted
     assert saved_prefs['provider'] == 'ollama'
-    w.config_widgets['openai_compatible'].editors['base_url'].setText('http://127.0.0.1:8080')
+    w.provider_tab.config_widgets['openai_compatible'].editors['base_url'].setText('http://127.0.0.1:8080')
     d.accept()
     assert not d.isVisible() and d.result() == QDialog.DialogCode.Accepted
     assert saved_prefs['provider'] == 'openai_compatible'
@@ -186,7 +189,7 @@ def test_an_api_key_is_never_shown(qapp, saved_prefs):
     secret_store().set('openai', 'api_key', key)
     saved_prefs['provider'] = 'openai'
     w = shown(qapp, SettingsWidget())
-    editor = w.config_widgets['openai'].editors['api_key']
+    editor = w.provider_tab.config_widgets['openai'].editors['api_key']
     assert editor.echoMode() == QLineEdit.EchoMode.Password and editor.text() == ''
     assert 'stored' in editor.placeholderText()
     for child in w.findChildren(QWidget):
@@ -194,7 +197,7 @@ def test_an_api_key_is_never_shown(qapp, saved_prefs):
             value = getattr(child, getter, None)
             if callable(value):
                 assert key not in str(value()), (child, getter)
-    assert w.provider_box.currentText().endswith('ready')  # the stored key counts
+    assert w.provider_tab.provider_box.currentText().endswith('ready')  # the stored key counts
     w.commit()  # nothing typed: the stored key is kept
     assert secret_store().get('openai', 'api_key') == key
     assert 'api_key' not in saved_prefs['providers']['openai']
@@ -213,14 +216,14 @@ def test_library_actions_edited(qapp, artifacts, saved_prefs):
     w.resize(720, 500)
     shown(qapp, w)
     w.tabs.setCurrentIndex(TABS.index('library-actions'))
-    e = w.library_editor
+    e = w.library_tab.editor
     assert action_names(e) == BUILTIN
     for name in BUILTIN:  # calibre's actions can be hidden, never removed
         select_action(e, name)
         assert not e.remove_button.isEnabled() and not e.restore_button.isEnabled()
     select_action(e, 'summarize')
     assert not e.up_button.isEnabled() and e.down_button.isEnabled()
-    e.action_list.item(0).setCheckState(settings_module.check_state(False))
+    e.action_list.item(0).setCheckState(check_state(False))
 
     def add(d):
         for v in TEMPLATE_VARIABLES:
@@ -261,7 +264,7 @@ def test_library_actions_edited(qapp, artifacts, saved_prefs):
         d.reject()
 
     click_through(qapp, e.edit_button, cancel)
-    assert e.action_list.item(1).data(settings_module.ACTION_ROLE)['label'] == 'Chapter by chapter'
+    assert e.action_list.item(1).data(ACTION_ROLE)['label'] == 'Chapter by chapter'
 
     w.commit()
     saved = saved_prefs['library_actions']
@@ -282,9 +285,9 @@ def test_library_actions_edited(qapp, artifacts, saved_prefs):
 
     # read back, then undone: the edit restored, the own action removed
     w = shown(qapp, SettingsWidget())
-    e = w.library_editor
+    e = w.library_tab.editor
     assert action_names(e) == [a['name'] for a in saved]
-    assert not settings_module.checked(e.action_list.item(0))
+    assert not checked(e.action_list.item(0))
     select_action(e, 'chapters')
     assert e.restore_button.isEnabled()
     e.restore_button.click()
@@ -306,15 +309,15 @@ def test_reading_actions_edited(qapp, artifacts, saved_prefs):
     w.resize(720, 500)
     shown(qapp, w)
     w.tabs.setCurrentIndex(TABS.index('reading'))
-    e = w.viewer_editor
-    assert e is not w.library_editor and e.isVisible() and not w.library_editor.isVisible()
+    e = w.reading_tab.editor
+    assert e is not w.library_tab.editor and e.isVisible() and not w.library_tab.editor.isVisible()
     assert action_names(e) == VIEWER_BUILTIN
-    assert all(settings_module.checked(e.action_list.item(i)) for i in range(e.action_list.count()))
+    assert all(checked(e.action_list.item(i)) for i in range(e.action_list.count()))
     for name in VIEWER_BUILTIN:
         select_action(e, name)
         assert not e.remove_button.isEnabled() and not e.restore_button.isEnabled()
     select_action(e, 'define')
-    e.action_list.currentItem().setCheckState(settings_module.check_state(False))
+    e.action_list.currentItem().setCheckState(check_state(False))
     assert 'Prompt: Identify and define' in e.action_prompt.text()
 
     def add(d):
@@ -361,9 +364,9 @@ def test_reading_actions_edited(qapp, artifacts, saved_prefs):
 
     # read back: the order, the hidden action; then the own action removed
     w = shown(qapp, SettingsWidget())
-    e = w.viewer_editor
+    e = w.reading_tab.editor
     assert action_names(e) == order
-    assert not settings_module.checked(e.action_list.item(order.index('define')))
+    assert not checked(e.action_list.item(order.index('define')))
     assert e.action_list.item(0).text() == 'Explain'  # the user's own, never marked edited
     select_action(e, 'explain_2')
     e.remove_button.click()
@@ -377,7 +380,7 @@ def test_highlight_style(qapp, artifacts, saved_prefs):
     saved_prefs['highlight_style'] = ''
     w = shown(qapp, SettingsWidget())
     w.tabs.setCurrentIndex(TABS.index('reading'))
-    box = w.highlight_box
+    box = w.reading_tab.highlight_box
     box.showPopup()
     qapp.processEvents()
     shoot(qapp, box.view().window(), artifacts / 'settings-highlight-styles.png')
@@ -390,7 +393,7 @@ def test_highlight_style(qapp, artifacts, saved_prefs):
     assert all(not box.itemIcon(i).isNull() for i in range(1, box.count()))
     from calibre.constants import numeric_version
     assert box.isEnabled() == (numeric_version >= (8, 11))  # before, notes use the viewer's current style
-    assert hasattr(w, 'highlight_needs') == (numeric_version < (8, 11))
+    assert hasattr(w.reading_tab, 'highlight_needs') == (numeric_version < (8, 11))
     w.commit()
     assert saved_prefs['highlight_style'] == ''
     box.setCurrentIndex(box.findData('color-purple'))
@@ -399,13 +402,14 @@ def test_highlight_style(qapp, artifacts, saved_prefs):
     w.close()
 
     w = SettingsWidget()
-    assert w.highlight_box.currentData() == 'color-purple' and w.highlight_box.currentText() == 'Purple highlight'
+    box = w.reading_tab.highlight_box
+    assert box.currentData() == 'color-purple' and box.currentText() == 'Purple highlight'
     w.close()
 
     # a style the list does not offer (the viewer's own custom ones) is shown, and kept
     saved_prefs['highlight_style'] = 'custom-Quotes'
     w = SettingsWidget()
-    box = w.highlight_box
+    box = w.reading_tab.highlight_box
     assert box.count() == len(HIGHLIGHT_STYLES) + 2
     assert box.currentData() == 'custom-Quotes' and box.currentText() == 'Quotes'
     w.commit()
@@ -416,38 +420,67 @@ def test_highlight_style(qapp, artifacts, saved_prefs):
     w.close()
 
 
+def test_chat_text_size(qapp, artifacts, saved_prefs):
+    """The chat's text size: offered from smaller to larger, the default the normal one; saved, read back;
+    a value not offered (set by something else than this dialog) shown as the default."""
+    saved_prefs['chat_text_size'] = 100
+    w = shown(qapp, SettingsWidget())
+    w.tabs.setCurrentIndex(TABS.index('reading'))
+    box = w.reading_tab.text_size_box
+    assert [box.itemData(i) for i in range(box.count())] == [85, 100, 115, 130, 150]
+    assert [box.itemText(i) for i in range(box.count())] == [
+        'Smaller (85%)', 'Normal (100%)', 'Larger (115%)', 'Much larger (130%)', 'Largest (150%)']
+    assert box.currentData() == 100 and box.isVisible()
+    assert 'Ask AI panel' in box.toolTip() and 'at once' in box.toolTip()
+    box.setCurrentIndex(box.findData(130))
+    shoot(qapp, w, artifacts / 'settings-chat-text-size.png')
+    w.commit()
+    assert saved_prefs['chat_text_size'] == 130
+    w.close()
+    w = SettingsWidget()
+    assert w.reading_tab.text_size_box.currentData() == 130
+    w.close()
+    saved_prefs['chat_text_size'] = 120
+    w = SettingsWidget()
+    assert w.reading_tab.text_size_box.currentData() == 100
+    w.commit()
+    assert saved_prefs['chat_text_size'] == 100
+    w.close()
+
+
 def test_fields_sent(qapp, saved_prefs):
     from calibre.library.field_metadata import FieldMetadata
     saved_prefs['book_fields'] = []
     w = shown(qapp, SettingsWidget())
-    keys = [w.field_list.item(i).data(settings_module.FIELD_ROLE) for i in range(w.field_list.count())]
+    keys = [w.fields_tab.field_list.item(i).data(FIELD_ROLE) for i in range(w.fields_tab.field_list.count())]
     assert keys == offered_fields(FieldMetadata(), custom=False)  # no library: the standard fields only
-    assert not any(settings_module.checked(w.field_list.item(i)) for i in range(w.field_list.count()))
-    names = {w.field_list.item(i).data(settings_module.FIELD_ROLE): w.field_list.item(i).text()
-             for i in range(w.field_list.count())}
+    assert not any(checked(w.fields_tab.field_list.item(i)) for i in range(w.fields_tab.field_list.count()))
+    names = {w.fields_tab.field_list.item(i).data(FIELD_ROLE): w.fields_tab.field_list.item(i).text()
+             for i in range(w.fields_tab.field_list.count())}
     assert names['series'] == 'Series' and names['pubdate'] == 'Published'
     for key in ('pubdate', 'tags'):
-        w.field_list.item(keys.index(key)).setCheckState(settings_module.check_state(True))
+        w.fields_tab.field_list.item(keys.index(key)).setCheckState(check_state(True))
     w.commit()
     assert saved_prefs['book_fields'] == ['pubdate', 'tags']
     w.close()
     again = SettingsWidget()
-    assert again.fields_pref() == ['pubdate', 'tags']
+    assert again.fields_tab.fields_pref() == ['pubdate', 'tags']
 
 
 def test_choices_round_trip(qapp, saved_prefs):
     saved_prefs['answer_language'] = 'interface'
     w = shown(qapp, SettingsWidget())
-    assert [w.confirm_box.itemData(i) for i in range(w.confirm_box.count())] == ['first', 'always', 'never']
-    assert w.confirm_box.currentData() == 'first'
-    assert w.language_box.currentData() == 'interface'
-    assert (interface_language() or 'English') in w.language_box.currentText()
-    languages = [w.language_box.itemData(i) for i in range(w.language_box.count())]
+    box = w.sent_tab.confirm_box
+    assert [box.itemData(i) for i in range(box.count())] == ['first', 'always', 'never']
+    assert w.sent_tab.confirm_box.currentData() == 'first'
+    assert w.sent_tab.language_box.currentData() == 'interface'
+    assert (interface_language() or 'English') in w.sent_tab.language_box.currentText()
+    languages = [w.sent_tab.language_box.itemData(i) for i in range(w.sent_tab.language_box.count())]
     assert languages[:3] == ['interface', 'book', 'never'] and 'German' in languages and 'Greek' in languages
-    assert [w.save_box.itemData(i) for i in range(w.save_box.count())] == ['comments']
-    assert w.save_box.currentText() == 'Comments'
-    w.confirm_box.setCurrentIndex(w.confirm_box.findData('always'))
-    w.language_box.setCurrentIndex(w.language_box.findData('German'))
+    assert [w.save_tab.save_box.itemData(i) for i in range(w.save_tab.save_box.count())] == ['comments']
+    assert w.save_tab.save_box.currentText() == 'Comments'
+    w.sent_tab.confirm_box.setCurrentIndex(w.sent_tab.confirm_box.findData('always'))
+    w.sent_tab.language_box.setCurrentIndex(w.sent_tab.language_box.findData('German'))
     w.commit()
     assert (saved_prefs['confirm_send'], saved_prefs['answer_language'], saved_prefs['save_field']) == (
         'always', 'German', 'comments')
@@ -458,9 +491,9 @@ def test_choices_round_trip(qapp, saved_prefs):
     saved_prefs['save_field'] = '#gone'
     saved_prefs['confirm_send'] = 'never'
     w = SettingsWidget()
-    assert w.language_box.currentText() == 'Esperanto' and w.save_box.currentData() == '#gone'
-    assert w.confirm_box.currentData() == 'never'
-    w.language_box.setCurrentIndex(w.language_box.findData('never'))
+    assert w.sent_tab.language_box.currentText() == 'Esperanto' and w.save_tab.save_box.currentData() == '#gone'
+    assert w.sent_tab.confirm_box.currentData() == 'never'
+    w.sent_tab.language_box.setCurrentIndex(w.sent_tab.language_box.findData('never'))
     w.commit()
     assert (saved_prefs['confirm_send'], saved_prefs['answer_language'], saved_prefs['save_field']) == (
         'never', 'never', '#gone')
@@ -477,18 +510,18 @@ def test_a_library_custom_columns(qapp, artifacts, library, saved_prefs):
     saved_prefs['save_field'] = 'comments'
     d = shown(qapp, SettingsDialog(cache))
     w = d.settings
-    items = {w.field_list.item(i).data(settings_module.FIELD_ROLE): w.field_list.item(i)
-             for i in range(w.field_list.count())}
+    items = {w.fields_tab.field_list.item(i).data(FIELD_ROLE): w.fields_tab.field_list.item(i)
+             for i in range(w.fields_tab.field_list.count())}
     assert list(items) == offered_fields(cache.field_metadata)
     assert {'#notes', '#mood'} <= set(items) and '#elsewhere' not in items  # a column the library lacks: gone
     assert items['#notes'].text() == 'My notes' and items['#mood'].text() == 'Mood'
     assert items['series'].text() == cache.field_metadata['series']['name']
-    assert settings_module.checked(items['series'])
-    save_to = [w.save_box.itemData(i) for i in range(w.save_box.count())]
+    assert checked(items['series'])
+    save_to = [w.save_tab.save_box.itemData(i) for i in range(w.save_tab.save_box.count())]
     assert save_to == ['comments', '#notes']  # only long-text columns
-    assert 'My notes' in w.save_box.itemText(1)
-    items['#notes'].setCheckState(settings_module.check_state(True))
-    w.save_box.setCurrentIndex(1)
+    assert 'My notes' in w.save_tab.save_box.itemText(1)
+    items['#notes'].setCheckState(check_state(True))
+    w.save_tab.save_box.setCurrentIndex(1)
     for i, tab in enumerate(TABS):
         if tab in ('book-fields', 'sent-to-the-ai', 'save-to-book'):
             w.tabs.setCurrentIndex(i)
@@ -504,17 +537,19 @@ def test_a_library_custom_columns(qapp, artifacts, library, saved_prefs):
 def test_book_text_settings_round_trip(qapp, saved_prefs):
     saved_prefs['book_text'], saved_prefs['book_text_budget'], saved_prefs['retrieval'] = False, 1500, 'bm25'
     w = shown(qapp, SettingsWidget())
-    assert not w.book_text_box.isChecked() and w.budget_box.value() == 1500 and not w.meaning_box.isChecked()
-    w.book_text_box.setChecked(True)
-    w.budget_box.setValue(4000)
-    w.meaning_box.setChecked(True)
+    sent = w.sent_tab
+    assert not sent.book_text_box.isChecked() and sent.budget_box.value() == 1500 and not sent.meaning_box.isChecked()
+    w.sent_tab.book_text_box.setChecked(True)
+    w.sent_tab.budget_box.setValue(4000)
+    w.sent_tab.meaning_box.setChecked(True)
     w.commit()
     assert (saved_prefs['book_text'], saved_prefs['book_text_budget'], saved_prefs['retrieval']) == (
         True, 4000, 'embeddings')
     w.close()
     w = SettingsWidget()
-    assert w.book_text_box.isChecked() and w.budget_box.value() == 4000 and w.meaning_box.isChecked()
-    w.meaning_box.setChecked(False)
+    sent = w.sent_tab
+    assert sent.book_text_box.isChecked() and sent.budget_box.value() == 4000 and sent.meaning_box.isChecked()
+    w.sent_tab.meaning_box.setChecked(False)
     w.commit()
     assert saved_prefs['retrieval'] == 'bm25'
 
@@ -549,7 +584,7 @@ def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
     d = shown(qapp, SettingsDialog())
     w = d.settings
     w.tabs.setCurrentIndex(TABS.index('sent-to-the-ai'))
-    assert w.provider_box.currentText().endswith('ready')
+    assert w.provider_tab.provider_box.currentText().endswith('ready')
     texts = []
 
     def cancel(box):
@@ -558,8 +593,8 @@ def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
         shoot(qapp, box, artifacts / 'settings-forget-confirmation.png')
         box.button(box.StandardButton.Cancel).click()
 
-    click_through(qapp, w.forget_button, cancel)
-    assert still_there() == (True,) * 5 and w.forgotten.text() == ''
+    click_through(qapp, w.sent_tab.forget_button, cancel)
+    assert still_there() == (True,) * 5 and w.sent_tab.forgotten.text() == ''
     for what in ('API keys', 'conversations', 'text of books', 'choices made for each book',
                  'Your books, their notes, columns and highlights are not touched'):
         assert what in texts[0]
@@ -568,11 +603,11 @@ def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
         (forget,) = [b for b in box.buttons() if b.text() == '&Forget everything']
         forget.click()
 
-    click_through(qapp, w.forget_button, confirm)
+    click_through(qapp, w.sent_tab.forget_button, confirm)
     assert still_there() == (False,) * 5
-    assert w.forgotten.text().startswith('Forgotten. API keys: 1; conversations: ')
-    assert w.provider_box.currentText().endswith('needs setting up')
-    assert w.config_widgets['openai'].editors['api_key'].placeholderText() == 'Paste your key here'
+    assert w.sent_tab.forgotten.text().startswith('Forgotten. API keys: 1; conversations: ')
+    assert w.provider_tab.provider_box.currentText().endswith('needs setting up')
+    assert w.provider_tab.config_widgets['openai'].editors['api_key'].placeholderText() == 'Paste your key here'
     shoot(qapp, d, artifacts / 'settings-forgotten.png')
     d.reject()
     assert secret_store().get('openai', 'api_key') == ''
@@ -596,15 +631,16 @@ def test_covers_tab(qapp, saved_prefs, artifacts):
     d = shown(qapp, SettingsDialog(tab='covers'))
     w = d.settings
     assert w.tabs.currentIndex() == TABS.index('covers') and w.tabs.tabText(w.tabs.currentIndex()) == 'Cover art&work'
-    offered = [w.image_box.itemData(i) for i in range(w.image_box.count())]
+    offered = [w.covers_tab.image_box.itemData(i) for i in range(w.covers_tab.image_box.count())]
     assert offered[0] == '' and set(offered[1:]) == {
         name for name in PROVIDERS if provider_class(name).capabilities & Capability.IMAGE_GENERATION}
     assert {'openai', 'gemini', 'grok', 'openai_compatible'} <= set(offered) and 'ollama' not in offered
-    assert w.image_box.currentData() == '' and 'Nothing is sent' in w.image_state.text()
-    assert not w.image_settings_button.isEnabled()
-    assert [w.styles_list.item(i).text() for i in range(w.styles_list.count())] == ['Ink']
-    w.image_box.setCurrentIndex(w.image_box.findData('openai_compatible'))
-    assert 'OpenAI compatible is ready.' in w.image_state.text() and 'Provider tab' in w.image_state.text()
+    assert w.covers_tab.image_box.currentData() == '' and 'Nothing is sent' in w.covers_tab.image_state.text()
+    assert not w.covers_tab.image_settings_button.isEnabled()
+    assert [w.covers_tab.styles_list.item(i).text() for i in range(w.covers_tab.styles_list.count())] == ['Ink']
+    w.covers_tab.image_box.setCurrentIndex(w.covers_tab.image_box.findData('openai_compatible'))
+    state = w.covers_tab.image_state.text()
+    assert 'OpenAI compatible is ready.' in state and 'Provider tab' in state
 
     def add(editor):
         editor.accept()  # empty: refused, said
@@ -612,19 +648,19 @@ def test_covers_tab(qapp, saved_prefs, artifacts):
         editor.name_edit.setText('Linocut')
         editor.template_edit.setPlainText('A bold two-colour linocut print.')
         editor.accept()
-    click_through(qapp, w.add_style_button, add)
-    w.styles_list.item(0).setSelected(True)  # Ink
-    w.delete_style_button.click()
+    click_through(qapp, w.covers_tab.add_style_button, add)
+    w.covers_tab.styles_list.item(0).setSelected(True)  # Ink
+    w.covers_tab.delete_style_button.click()
 
     def template(editor):
         editor.textbox.setPlainText('{title:uppercase()}')
         editor.accept()
-    click_through(qapp, w.template_buttons['title'], template)
-    assert w.template_edits['title'].text() == '{title:uppercase()}'
-    w.template_edits['series'].setText('{series} #{series_index}')
-    w.cover_instructions.setPlainText('No text but the title.')
-    w.at_once_box.setValue(6)
-    w.undo_days_box.setValue(7)
+    click_through(qapp, w.covers_tab.template_buttons['title'], template)
+    assert w.covers_tab.template_edits['title'].text() == '{title:uppercase()}'
+    w.covers_tab.template_edits['series'].setText('{series} #{series_index}')
+    w.covers_tab.cover_instructions.setPlainText('No text but the title.')
+    w.covers_tab.at_once_box.setValue(6)
+    w.covers_tab.undo_days_box.setValue(7)
     d.resize(800, 680)  # the whole tab, for the README
     shoot(qapp, d, artifacts / 'settings-covers.png')
     (PROJECT / 'docs' / 'screenshots').mkdir(parents=True, exist_ok=True)
@@ -639,8 +675,8 @@ def test_covers_tab(qapp, saved_prefs, artifacts):
     assert saved_prefs['cover_instructions'] == 'No text but the title.'
     assert (saved_prefs['cover_requests_at_once'], saved_prefs['cover_undo_days']) == (6, 7)
     again = SettingsWidget()
-    assert again.image_box.currentData() == 'openai_compatible' and again.at_once_box.value() == 6
-    assert again.template_edits['series'].text() == '{series} #{series_index}'
+    assert again.covers_tab.image_box.currentData() == 'openai_compatible' and again.covers_tab.at_once_box.value() == 6
+    assert again.covers_tab.template_edits['series'].text() == '{series} #{series_index}'
 
 
 def test_the_image_providers_own_settings(qapp, saved_prefs):
@@ -649,17 +685,17 @@ def test_the_image_providers_own_settings(qapp, saved_prefs):
     saved_prefs['image_provider'] = 'grok'
     d = shown(qapp, SettingsDialog(tab='covers'))
     w = d.settings
-    assert 'needs setting up' in w.image_state.text()
+    assert 'needs setting up' in w.covers_tab.image_state.text()
 
     def fill(editor):
         cw = editor.config
         cw.editors['api_key'].setText('xai-a-key-for-the-test-0123')
         cw.editors['image_model'].setText('grok-2-image')
         editor.accept()
-    click_through(qapp, w.image_settings_button, fill)
-    assert 'is ready' in w.image_state.text()
+    click_through(qapp, w.covers_tab.image_settings_button, fill)
+    assert 'is ready' in w.covers_tab.image_state.text()
     assert secret_store().get('grok', 'api_key') == 'xai-a-key-for-the-test-0123'
     assert saved_prefs['providers']['grok']['image_model'] == 'grok-2-image'
-    assert w.config_widgets['grok'].values()['image_model'] == 'grok-2-image'  # the Provider tab shows it
+    assert w.provider_tab.config_widgets['grok'].values()['image_model'] == 'grok-2-image'  # the Provider tab shows it
     d.accept()
     assert saved_prefs['providers']['grok']['image_model'] == 'grok-2-image'

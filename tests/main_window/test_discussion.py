@@ -302,3 +302,38 @@ def test_streamed_rendering_matches_rendering_at_once(qapp, artifacts):
     view.resize(640, 560)
     view.show()
     assert view.grab().save(str(artifacts / 'chat-markdown.png'))
+
+
+def test_the_chat_text_size_follows_the_settings(qapp, prefs, books, artifacts):
+    """The chat's text, and only the chat's, at the size the settings say: at once in the window the
+    settings were opened from, and in another open window with its next render."""
+    prefs['provider'] = ''
+    prefs['chat_text_size'] = 100
+    w = window(books)
+    other = window(books, (2,))
+    chat = w.panel.chat
+    base = w.panel.question.font().pointSizeF()
+    assert chat.font().pointSizeF() == base == chat.document().defaultFont().pointSizeF()
+    height = chat.document().size().height()
+
+    def settings_changed(percent):
+        prefs['chat_text_size'] = percent  # as the settings dialog saves it
+    w.panel.open_settings = lambda: settings_changed(130)
+    w.panel.show_settings()
+    assert chat.font().pointSizeF() == pytest.approx(base * 1.3)
+    assert chat.document().defaultFont().pointSizeF() == pytest.approx(base * 1.3)
+    assert chat.document().size().height() > height  # laid out again, larger
+    assert w.panel.question.font().pointSizeF() == base  # the rest of the window as it was
+    assert 'No AI provider is chosen yet' in chat.toPlainText()
+    assert w.grab().save(str(artifacts / 'discussion-text-130.png'))
+    assert other.panel.chat.font().pointSizeF() == base  # not rendered again yet
+    other.panel.show_conversation()
+    assert other.panel.chat.font().pointSizeF() == pytest.approx(base * 1.3)
+    w.panel.open_settings = lambda: settings_changed(85)
+    w.panel.show_settings()
+    assert chat.font().pointSizeF() == pytest.approx(base * 0.85)
+    w.panel.open_settings = lambda: settings_changed(100)
+    w.panel.show_settings()
+    assert chat.font().pointSizeF() == base and chat.document().size().height() == height
+    w.close()
+    other.close()

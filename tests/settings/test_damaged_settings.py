@@ -180,3 +180,25 @@ def test_the_text_cache_never_sets_a_damaged_file_over_an_earlier_one(tmp_path):
         assert cache.get('lib', 1, 'EPUB', str(book)) is None  # read again, never an error
     assert [open(entry + suffix, 'rb').read() for suffix in ('.damaged', '.2.damaged')] == [
         b'first damage', b'second damage']
+
+
+@pytest.mark.parametrize('value', [999, 0, -100, 120, '115', 115.0, True, None, [130]])
+def test_a_chat_text_size_not_offered_gives_the_default(damaged_prefs, value):
+    """The chat's text size is one of those offered: any other value in the file (out of range, between
+    two sizes, of another kind) is said and the default used, as the settings of a wrong kind are."""
+    from calibre_plugins.bookai.settings import prefs
+    open_with, path = damaged_prefs
+    config = open_with(json.dumps(dict(GOOD, chat_text_size=value)).encode())
+    assert config['chat_text_size'] == 100 and prefs.chat_text_size() == 100
+    assert config['provider'] == 'anthropic'  # the rest of the file is read
+    assert 'these settings have values of the wrong kind: chat_text_size' in config.problem
+
+
+@pytest.mark.parametrize('value', [85, 100, 115, 130, 150])
+def test_a_chat_text_size_offered_is_read(damaged_prefs, value):
+    from calibre_plugins.bookai.settings import prefs
+    open_with, path = damaged_prefs
+    config = open_with(json.dumps(dict(GOOD, chat_text_size=value)).encode())
+    assert config['chat_text_size'] == value and prefs.chat_text_size() == value and not config.problem
+    config['chat_text_size'] = 140  # set by other code than the settings dialog: not used either
+    assert prefs.chat_text_size() == 100
