@@ -5,6 +5,9 @@ text size of the chat), each with an ActionsEditor, the list to tick, add, edit,
 reorder and restore, whose ActionEditor edits one action.
 """
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from calibre.constants import numeric_version
 from qt.core import (
     QAbstractItemView, QColor, QComboBox, QDialog, QFont, QFormLayout, QHBoxLayout, QIcon, QLabel, QLineEdit,
@@ -17,6 +20,9 @@ from calibre_plugins.bookai.conversation.actions import (
 )
 from calibre_plugins.bookai.gui.settings_tab import CheckedEditor, SettingsTab, check_state, checked, wrapped_label
 from calibre_plugins.bookai.settings.prefs import CHAT_TEXT_SIZES, chat_text_size
+
+if TYPE_CHECKING:
+    from calibre.utils.config import JSONConfig
 
 load_translations()
 
@@ -114,8 +120,8 @@ class ActionsEditor(QWidget):
     actions_pref() gives them back as the preferences keep them.
     """
 
-    def __init__(self, builtin: list[QuickAction], actions: list[QuickAction], explanation: str, variables_help: str,
-                 parent: QWidget | None = None):
+    def __init__(self, builtin: Sequence[QuickAction], actions: list[QuickAction], explanation: str,
+                 variables_help: str, parent: QWidget | None = None):
         super().__init__(parent)
         self.builtin_actions = {a.name: a for a in builtin}
         self.variables_help = variables_help
@@ -191,6 +197,7 @@ class ActionsEditor(QWidget):
         return base is not None and (action['label'], action['template']) != (base.label, base.template)
 
     def current_action(self) -> tuple[QListWidgetItem | None, dict | None]:
+        """(the item selected, its action): both None when no item is, neither when one is."""
         item = self.action_list.currentItem()
         return (item, item.data(ACTION_ROLE)) if item is not None else (None, None)
 
@@ -198,10 +205,10 @@ class ActionsEditor(QWidget):
         item, action = self.current_action()
         row, count = self.action_list.currentRow(), self.action_list.count()
         self.edit_button.setEnabled(item is not None)
-        self.remove_button.setEnabled(item is not None and not action['builtin'])
+        self.remove_button.setEnabled(action is not None and not action['builtin'])
         self.up_button.setEnabled(item is not None and row > 0)
         self.down_button.setEnabled(item is not None and row < count - 1)
-        self.restore_button.setEnabled(item is not None and action['builtin'] and self.is_edited(action))
+        self.restore_button.setEnabled(action is not None and action['builtin'] and self.is_edited(action))
         self.action_prompt.setText(_('Prompt: {prompt}').format(prompt=action['template']) if action else '')
 
     def actions_shown(self) -> list[dict]:
@@ -221,7 +228,7 @@ class ActionsEditor(QWidget):
 
     def edit_action(self) -> None:
         item, action = self.current_action()
-        if item is None:
+        if item is None or action is None:
             return
         d = self.editor(action['label'], action['template'], _('Edit quick action'))
         if d.exec() != QDialog.DialogCode.Accepted:
@@ -231,7 +238,7 @@ class ActionsEditor(QWidget):
 
     def remove_action(self) -> None:
         item, action = self.current_action()
-        if item is None or action['builtin']:
+        if item is None or action is None or action['builtin']:
             return
         self.action_list.takeItem(self.action_list.row(item))
         self.action_selected()
@@ -249,7 +256,7 @@ class ActionsEditor(QWidget):
     def restore_action(self) -> None:
         item, action = self.current_action()
         base = self.builtin_actions.get(action['name']) if action else None
-        if base is None:
+        if base is None or action is None:
             return
         self.set_action(item, dict(action, label=base.label, template=base.template))
         self.action_selected()
@@ -277,7 +284,7 @@ class ActionsEditor(QWidget):
 class ActionsTab(SettingsTab):
     """A tab holding an ActionsEditor (self.editor) of the quick actions that builtin() and actions() give."""
 
-    def builtin(self) -> list[QuickAction]:
+    def builtin(self) -> Sequence[QuickAction]:
         """The plugin's own actions."""
         raise NotImplementedError
 
@@ -305,7 +312,7 @@ class ActionsTab(SettingsTab):
 class LibraryActionsTab(ActionsTab):
     """The quick actions of the library, about the selected books."""
 
-    def builtin(self) -> list[QuickAction]:
+    def builtin(self) -> Sequence[QuickAction]:
         return library_actions_builtin()
 
     def actions(self) -> list[QuickAction]:
@@ -318,7 +325,7 @@ class LibraryActionsTab(ActionsTab):
     def variables_help(self) -> str:
         return library_variables_help()
 
-    def save(self, prefs: object) -> None:
+    def save(self, prefs: 'JSONConfig') -> None:
         prefs['library_actions'] = self.editor.actions_pref()
 
 
@@ -326,7 +333,7 @@ class ReadingTab(ActionsTab):
     """The quick actions of the E-book viewer, about the text selected, the highlight style of notes, and
     the text size of the chat (in the library's windows too)."""
 
-    def builtin(self) -> list[QuickAction]:
+    def builtin(self) -> Sequence[QuickAction]:
         return viewer_actions_builtin()
 
     def actions(self) -> list[QuickAction]:
@@ -387,7 +394,7 @@ class ReadingTab(ActionsTab):
         self.highlight_box.setCurrentIndex(self.highlight_box.findData(current))
         self.text_size_box.setCurrentIndex(self.text_size_box.findData(chat_text_size()))
 
-    def save(self, prefs: object) -> None:
+    def save(self, prefs: 'JSONConfig') -> None:
         prefs['viewer_actions'] = self.editor.actions_pref()
         prefs['highlight_style'] = self.highlight_box.currentData() or ''
         prefs['chat_text_size'] = self.text_size_box.currentData()

@@ -5,6 +5,7 @@ answer language, the book's own text, and Forget everything) and Save to book.
 """
 
 import os
+from typing import TYPE_CHECKING
 
 from calibre.library.field_metadata import FieldMetadata
 from qt.core import (
@@ -21,6 +22,10 @@ from calibre_plugins.bookai.gui.settings_provider_tab import ProviderTab
 from calibre_plugins.bookai.gui.settings_tab import (
     SettingsTab, check_state, checked, field_name, form_label, wrapped_label,
 )
+
+if TYPE_CHECKING:
+    from calibre.db.cache import Cache
+    from calibre.utils.config import JSONConfig
 
 load_translations()
 
@@ -84,7 +89,7 @@ class BookFieldsTab(SettingsTab):
             item = self.field_list.item(i)
             item.setCheckState(check_state(item.data(FIELD_ROLE) in allowed))
 
-    def save(self, prefs: object) -> None:
+    def save(self, prefs: 'JSONConfig') -> None:
         set_allowed_fields(self.library_id, self.fields_pref())
 
     def check_all_fields(self, on: bool) -> None:
@@ -102,7 +107,8 @@ class SentTab(SettingsTab):
     """When to show what will be sent, the answer language, the book's own text with questions, and
     Forget everything (after which provider_tab, the Provider tab, reads the keys again)."""
 
-    def __init__(self, db: object, prefs: object, provider_tab: ProviderTab, parent: QWidget | None = None):
+    def __init__(self, db: 'Cache | None', prefs: 'JSONConfig', provider_tab: ProviderTab,
+                 parent: QWidget | None = None):
         self.provider_tab = provider_tab
         super().__init__(db, prefs, parent)
 
@@ -175,7 +181,7 @@ class SentTab(SettingsTab):
         self.budget_box.setValue(int(prefs['book_text_budget']))
         self.meaning_box.setChecked(prefs['retrieval'] == 'embeddings')
 
-    def save(self, prefs: object) -> None:
+    def save(self, prefs: 'JSONConfig') -> None:
         prefs['confirm_send'] = self.confirm_box.currentData()
         prefs['answer_language'] = self.language_box.currentData()
         prefs['book_text'] = self.book_text_box.isChecked()
@@ -243,5 +249,5 @@ class SaveTab(SettingsTab):
                                   else current, current)
         self.save_box.setCurrentIndex(self.save_box.findData(current))
 
-    def save(self, prefs: object) -> None:
+    def save(self, prefs: 'JSONConfig') -> None:
         prefs['save_field'] = self.save_box.currentData()

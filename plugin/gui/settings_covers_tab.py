@@ -5,6 +5,8 @@ added with a StyleEditor), calibre templates for the text on a cover, the extra 
 the requests at once of a job for many books, and how long replaced covers are kept for Undo.
 """
 
+from typing import TYPE_CHECKING
+
 from calibre.library.field_metadata import FieldMetadata
 from qt.core import (
     QAbstractItemView, QComboBox, QDialog, QFormLayout, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget,
@@ -15,6 +17,10 @@ from calibre_plugins.bookai.gui.settings_provider_tab import ProviderSettingsDia
 from calibre_plugins.bookai.gui.settings_tab import CheckedEditor, SettingsTab, wrapped_label
 from calibre_plugins.bookai.providers.base import Capability
 from calibre_plugins.bookai.providers.registry import get_provider
+
+if TYPE_CHECKING:
+    from calibre.db.cache import Cache
+    from calibre.utils.config import JSONConfig
 
 load_translations()
 
@@ -79,7 +85,8 @@ class CoversTab(SettingsTab):
     at once of a job for many books, and how long replaced covers are kept for Undo.
     provider_tab: the Provider tab, whose providers and settings the image provider's are."""
 
-    def __init__(self, db: object, prefs: object, provider_tab: ProviderTab, parent: QWidget | None = None):
+    def __init__(self, db: 'Cache | None', prefs: 'JSONConfig', provider_tab: ProviderTab,
+                 parent: QWidget | None = None):
         self.provider_tab = provider_tab
         super().__init__(db, prefs, parent)
 
@@ -125,7 +132,8 @@ class CoversTab(SettingsTab):
         self.styles_list = QListWidget(inner)
         self.styles_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.styles_list.setMaximumHeight(self.styles_list.fontMetrics().lineSpacing() * 4 + 8)
-        self.saved_cover_styles = []  # the reader's own styles as shown: [{name, human_name, template}]
+        # the reader's own styles as shown: [{name, human_name, template}]
+        self.saved_cover_styles: list[dict[str, str]] = []
         row.addWidget(self.styles_list, 1)
         buttons = QVBoxLayout()
         self.add_style_button = QPushButton(_('Add st&yle…'), inner)
@@ -140,7 +148,8 @@ class CoversTab(SettingsTab):
 
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        self.template_edits, self.template_buttons = {}, {}
+        self.template_edits: dict[str, QLineEdit] = {}  # a template's key: its line, and its editor's button
+        self.template_buttons: dict[str, QPushButton] = {}
         for key, text in (('title', _('Title template:')), ('authors', _('Authors template:')),
                           ('series', _('Series template:'))):
             form.addRow(text, self.template_row(key, inner))
@@ -192,7 +201,7 @@ class CoversTab(SettingsTab):
         self.at_once_box.setValue(max(1, min(8, int(prefs['cover_requests_at_once']))))
         self.undo_days_box.setValue(max(1, min(365, int(prefs['cover_undo_days']))))
 
-    def save(self, prefs: object) -> None:
+    def save(self, prefs: 'JSONConfig') -> None:
         prefs['image_provider'] = self.image_box.currentData() or ''
         prefs['cover_styles'] = [dict(st) for st in self.saved_cover_styles]
         prefs['cover_templates'] = {key: edit.text().strip() for key, edit in self.template_edits.items()}

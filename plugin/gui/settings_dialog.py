@@ -11,6 +11,8 @@ asks each, then commit() has each write its own. SettingsDialog holds one with O
 Cancel; show_settings() opens it.
 """
 
+from typing import TYPE_CHECKING
+
 from qt.core import QDialog, QDialogButtonBox, QSize, QTabWidget, QVBoxLayout, QWidget, pyqtSignal
 
 from calibre_plugins.bookai.gui.settings_actions_tabs import LibraryActionsTab, ReadingTab
@@ -20,6 +22,9 @@ from calibre_plugins.bookai.gui.settings_provider_tab import ProviderTab
 from calibre_plugins.bookai.gui.settings_tab import SettingsTab, wrapped_label
 from calibre_plugins.bookai.settings.prefs import not_saved, plugin_prefs, problems
 
+if TYPE_CHECKING:
+    from calibre.db.cache import Cache
+
 load_translations()
 
 
@@ -28,7 +33,7 @@ class SettingsWidget(QWidget):
 
     carried_over = pyqtSignal()  # calibre's AI settings were carried over: what is shown is out of date
 
-    def __init__(self, db: object = None, parent: QWidget | None = None):
+    def __init__(self, db: 'Cache | None' = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.db = db  # a calibre library's new_api, or None
         self.prefs = plugin_prefs()
@@ -124,7 +129,7 @@ class SettingsWidget(QWidget):
 class SettingsDialog(QDialog):
     """The settings, with OK and Cancel."""
 
-    def __init__(self, db: object = None, parent: QWidget | None = None, tab: str = ''):
+    def __init__(self, db: 'Cache | None' = None, parent: QWidget | None = None, tab: str = ''):
         super().__init__(parent)
         self.setWindowTitle(_('Book AI settings'))
         layout = QVBoxLayout(self)
@@ -156,6 +161,6 @@ class SettingsDialog(QDialog):
         old.deleteLater()
 
 
-def show_settings(parent: QWidget | None = None, db: object = None, tab: str = '') -> bool:
+def show_settings(parent: QWidget | None = None, db: 'Cache | None' = None, tab: str = '') -> bool:
     """Open the settings (modal), on the tab named (a key of SettingsWidget.TABS); True if they were saved."""
     return SettingsDialog(db, parent, tab).exec() == QDialog.DialogCode.Accepted

@@ -5,6 +5,8 @@ settings; ProviderSettingsDialog, one provider's settings in a window of their o
 Cover artwork tab opens it for the provider of images).
 """
 
+from typing import TYPE_CHECKING
+
 from qt.core import (
     QComboBox, QDialog, QDialogButtonBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea,
     QStackedWidget, Qt, QVBoxLayout, QWidget, pyqtSignal,
@@ -14,6 +16,10 @@ from calibre_plugins.bookai.gui.provider_config import ProviderConfigWidget
 from calibre_plugins.bookai.gui.settings_tab import SettingsTab, wrapped_label
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
+
+if TYPE_CHECKING:
+    from calibre.db.cache import Cache
+    from calibre.utils.config import JSONConfig
 
 load_translations()
 
@@ -53,9 +59,11 @@ class ProviderTab(SettingsTab):
 
     carried_over = pyqtSignal()  # calibre's AI settings were carried over: what is shown is out of date
 
-    def __init__(self, db: object, prefs: object, parent: QWidget | None = None):
-        self.config_widgets = {}  # provider name: its ProviderConfigWidget, made when first shown
-        self.config_pages = {}    # provider name: the scroll area holding it in the stack
+    def __init__(self, db: 'Cache | None', prefs: 'JSONConfig', parent: QWidget | None = None):
+        # provider name: its ProviderConfigWidget, made when first shown
+        self.config_widgets: dict[str, ProviderConfigWidget] = {}
+        # provider name: the scroll area holding it in the stack
+        self.config_pages: dict[str, QScrollArea] = {}
         super().__init__(db, prefs, parent)
 
     def setup_ui(self) -> None:
@@ -105,7 +113,7 @@ class ProviderTab(SettingsTab):
                 return problem
         return ''
 
-    def save(self, prefs: object) -> None:
+    def save(self, prefs: 'JSONConfig') -> None:
         for w in self.config_widgets.values():
             w.commit()
         prefs['provider'] = self.selected_provider or ''

@@ -6,10 +6,16 @@ tick states, a field's name and CheckedEditor, the small editor whose OK says wh
 missing.
 """
 
+from typing import TYPE_CHECKING
+
 from calibre.library.field_metadata import FieldMetadata
 from qt.core import (
     QDialog, QDialogButtonBox, QLabel, QLineEdit, QListWidgetItem, QPlainTextEdit, Qt, QVBoxLayout, QWidget,
 )
+
+if TYPE_CHECKING:
+    from calibre.db.cache import Cache
+    from calibre.utils.config import JSONConfig
 
 
 def wrapped_label(text: str, parent: QWidget) -> QLabel:
@@ -34,7 +40,7 @@ def check_state(on: bool) -> Qt.CheckState:
     return Qt.CheckState.Checked if on else Qt.CheckState.Unchecked
 
 
-def field_name(db: object, key: str) -> str:
+def field_name(db: 'Cache | None', key: str) -> str:
     """The name calibre shows for a field: the library's when db is given, else calibre's standard one."""
     try:
         if db is not None:
@@ -53,7 +59,7 @@ class SettingsTab(QWidget):
     db: the calibre library's new_api the settings were opened from, or None; prefs: the plugin's
     preferences."""
 
-    def __init__(self, db: object, prefs: object, parent: QWidget | None = None):
+    def __init__(self, db: 'Cache | None', prefs: 'JSONConfig', parent: QWidget | None = None):
         super().__init__(parent)
         self.db = db
         self.prefs = prefs
@@ -70,7 +76,7 @@ class SettingsTab(QWidget):
         """'' when what the tab shows can be saved, else what is wrong, in a sentence."""
         return ''
 
-    def save(self, prefs: object) -> None:
+    def save(self, prefs: 'JSONConfig') -> None:
         """Write what the tab shows to prefs. Raises OSError."""
 
 
