@@ -30,8 +30,12 @@ load_translations()
 # memory one image or template may cost. The system counts a process's data segment (its heap
 # and private mappings); the decoder's own bounds (core/images.py) keep real work far below this.
 WORKER_MEMORY = 320 * 1024 * 1024
-# How long starting a worker may take on a slow, busy computer, on top of the work's own time.
-WORKER_START_SECONDS = 20
+# The work's own bound is its CPU time (bounded_here()); the clock only ends a worker that waits
+# rather than works. So the clock allows what a slow, busy computer needs: a minute to start a
+# worker (calibre loaded from a slow disk, the first time), and the work's time WALL_PER_CPU times
+# over, as other programs share the processor.
+WORKER_START_SECONDS = 60
+WALL_PER_CPU = 3
 
 
 class Refused(Exception):
@@ -46,8 +50,9 @@ class Refused(Exception):
 def run(module: str, function: str, args: tuple, seconds: float, memory: int = WORKER_MEMORY,
         abort: Any = None, started: Callable[[int], object] | None = None) -> Any:
     """function(*args) of Book AI's module `module` (its name below calibre_plugins.bookai, such as
-    'covers.decoding'), run in a calibre worker process, killed after seconds (plus the worker's
-    start) or when it takes more than memory bytes. abort: a threading.Event (anything with
+    'covers.decoding'), run in a calibre worker process, killed after seconds of CPU time (or,
+    waiting rather than working, WALL_PER_CPU times that on the clock, plus the worker's start)
+    or when it takes more than memory bytes. abort: a threading.Event (anything with
     is_set()) that stops it: then None is returned. started(pid): told the worker's process id
     once it runs (a benchmark watches its memory). Raises Refused when it did not finish;
     returns what the function returned."""
@@ -57,8 +62,9 @@ def run(module: str, function: str, args: tuple, seconds: float, memory: int = W
     if started is not None:
         started(worker.pid)
     try:
-        ans = job(f'calibre_plugins.bookai.{module}', function, args=args, timeout=seconds + WORKER_START_SECONDS,
-                  no_output=True, abort=abort, module_is_source_code=False)
+        ans = job(f'calibre_plugins.bookai.{module}', function, args=args,
+                  timeout=WALL_PER_CPU * seconds + WORKER_START_SECONDS, no_output=True, abort=abort,
+                  module_is_source_code=False)
     except WorkerError as e:
         raise refusal(e, worker, seconds, memory) from None
     if abort is not None and abort.is_set():
