@@ -4,6 +4,7 @@ every setting edited, saved and read back."""
 
 import copy
 import re
+import shutil
 
 import pytest
 from qt.core import QAbstractButton, QApplication, QDialog, QGroupBox, QLabel, QLineEdit, QTimer, QWidget
@@ -434,6 +435,10 @@ def test_chat_text_size(qapp, artifacts, saved_prefs):
     assert 'Ask AI panel' in box.toolTip() and 'at once' in box.toolTip()
     box.setCurrentIndex(box.findData(130))
     shoot(qapp, w, artifacts / 'settings-chat-text-size.png')
+    from helpers.project import PROJECT  # the README shows it
+    screenshots = PROJECT / 'docs' / 'screenshots'
+    screenshots.mkdir(parents=True, exist_ok=True)
+    shutil.copy(artifacts / 'settings-chat-text-size.png', screenshots / 'settings-chat-text-size.png')
     w.commit()
     assert saved_prefs['chat_text_size'] == 130
     w.close()
@@ -556,8 +561,6 @@ def test_book_text_settings_round_trip(qapp, saved_prefs):
 
 def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
     """Cancelled, nothing goes; confirmed, the keys, conversations, cached texts and per-book choices do."""
-    import shutil
-
     from calibre_plugins.bookai.conversation.conversation import Conversation
     from calibre_plugins.bookai.conversation.history import History
     from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
@@ -617,8 +620,6 @@ def test_covers_tab(qapp, saved_prefs, artifacts):
     """The image provider (only those that make images, apart from the one that answers), the
     reader's own styles, the templates (with calibre's template editor), the extra instructions,
     the requests at once and the days covers are kept for Undo: shown, edited, saved, read back."""
-    import shutil
-
     from calibre_plugins.bookai.covers.styles import saved_styles
     from calibre_plugins.bookai.providers.base import Capability
     from calibre_plugins.bookai.providers.registry import provider_class
