@@ -67,8 +67,6 @@ def aspect_names() -> dict[str, str]:
             '4:3': _('Landscape (4:3)')}
 
 
-
-
 def has_templates(choices: CoverChoices) -> bool:
     """Whether the choices put the title, authors or series through a calibre template."""
     return any(isinstance(t, str) and t.strip() for t in (choices.templates or {}).values())
