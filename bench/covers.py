@@ -60,7 +60,8 @@ sys.path.insert(0, str(Path('tests').resolve()))
 from helpers.peers import AiMock  # noqa: E402
 
 from calibre_plugins.bookai.core.cancel import CancelToken  # noqa: E402
-from calibre_plugins.bookai.covers.bulk import BookRequest, run_covers  # noqa: E402
+from calibre_plugins.bookai.covers.bulk import run_covers  # noqa: E402
+from calibre_plugins.bookai.covers.making import BookRequest  # noqa: E402
 from calibre_plugins.bookai.providers.registry import get_provider  # noqa: E402
 
 BOOKS = 50

@@ -715,7 +715,8 @@ def cmd_cover(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
 def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
     # the cover commands only: the others start without the covers
     from calibre_plugins.bookai.covers.library import BookGone, NotReplaced, library_id_of, replace_cover, undo_cover
-    from calibre_plugins.bookai.covers.prompt import choices_from_prefs, cover_prompts
+    from calibre_plugins.bookai.covers.making import book_requests, decoded_image
+    from calibre_plugins.bookai.covers.prompt import choices_from_prefs
     from calibre_plugins.bookai.covers.undo import CoverUndo, UndoNotKept
     db, book_id = library.db, args.book
     if not library.has_book(book_id):
@@ -737,7 +738,8 @@ def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int
         raise Exit(USAGE, _('The style "{name}" has no prompt of its own: choose another with --style.').format(
             name=args.style or plugin_prefs()['cover_style']))
     # the templates evaluated in calibre's worker, bounded; for --prompt-only (nothing sent), no Python run
-    (prompt,), notes = cover_prompts([db.get_metadata(book_id)], choices, preview=args.prompt_only)
+    (request,), notes = book_requests(db, [book_id], choices, preview=args.prompt_only)
+    prompt = request.prompt
     for note in notes:
         say(sys.stderr, note)
     if args.prompt_only:
@@ -758,11 +760,8 @@ def cover(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int
         say(stdout, _('The cover ({kind}, {width}x{height}) is in {path}.').format(
             kind=result.image.extension.upper(), width=result.image.width, height=result.image.height, path=args.out))
     if args.apply:
-        # the cover commands only: the others start without the covers
-        from calibre_plugins.bookai.core.images import Decoded, decode_images
         # decoded by Book AI itself in calibre's worker, bounded, and written anew: only that goes into the library
-        (decoded,) = cast('list[Decoded]', decode_images(  # data is not None: decoded is not either
-            [data], [_('The image {provider} sent').format(provider=provider.display_name)], cover=True))
+        decoded = decoded_image(provider, result.image)
         if not decoded.ok:
             raise Exit(NOT_WRITTEN, decoded.problem + ' ' + _('The book keeps its cover.'))
         try:
@@ -788,46 +787,38 @@ def cover_style(name: str) -> 'CoverStyle':
 
 def image_provider_for(args: argparse.Namespace) -> AIProviderPlugin:
     """The provider named by --provider, else the image provider chosen in the settings; one that
-    makes images and is ready to use."""
-    from calibre_plugins.bookai.providers.base import Capability  # the cover commands only
+    makes images and is ready to use (covers.making's checks, as the cover windows')."""
     # the cover commands only
-    from calibre_plugins.bookai.providers.registry import image_provider, image_provider_names
-    provider = provider_named(args.provider) if args.provider else image_provider()
-    if provider is None:
-        raise Exit(NOT_CONFIGURED, _('No provider is chosen to make covers: choose one in the settings, or name '
-                                     'one with --provider. These can make images: {names}.').format(
-            names=', '.join(shown_name for _pid, shown_name in image_provider_names())))
-    if not provider.capabilities & Capability.IMAGE_GENERATION:
-        raise Exit(NOT_CONFIGURED, _('{provider} cannot make images. These can: {names}.').format(
-            provider=provider.display_name, names=', '.join(n for _pid, n in image_provider_names())))
-    if problem := provider.missing_setup():
+    from calibre_plugins.bookai.covers.making import chosen_image_provider, provider_problem
+    from calibre_plugins.bookai.providers.registry import image_provider_names
+    provider = provider_named(args.provider) if args.provider else chosen_image_provider()
+    if problem := provider_problem(provider):
+        if provider is None:  # the one way the command line has of its own to choose one
+            problem += ' ' + _('Or name one with --provider: {names}.').format(
+                names=', '.join(shown_name for _pid, shown_name in image_provider_names()))
         raise Exit(NOT_CONFIGURED, problem)
+    assert provider is not None  # provider_problem() says that none is chosen
     return provider
 
 
 def make_image(provider: AIProviderPlugin, prompt: str, aspect: str) -> 'ImageResult':
-    """The image provider makes for prompt; Ctrl-C stops it."""
+    """The image provider makes for prompt (covers.making.make_image); Ctrl-C stops it."""
+    from calibre_plugins.bookai.covers import making  # the cover commands only
     cancel = CancelToken()
     try:
         with ctrl_c_cancels(cancel):
-            return provider.generate_image(prompt, aspect=aspect, cancel=cancel)
+            return making.make_image(provider, prompt, aspect, cancel)
     except Cancelled:
         raise Exit(STOPPED, _('Stopped.')) from None
-    except ProviderError as e:
-        raise Exit(PROVIDER_ERROR, str(e)) from None
+    except Exception as e:  # the service's refusal, or the unexpected: in one sentence
+        raise Exit(PROVIDER_ERROR, making.failure_text(e)) from None
 
 
 def cover_summary(provider: AIProviderPlugin, result: 'ImageResult') -> str:
-    """"Model: …. Cost: …": the cost as estimated or reported, or unknown (never free)."""
-    cost = result.usage.cost
-    if cost is None:
-        price = _('unknown')
-    else:
-        price = f'{cost.amount:.4f} {cost.currency}'
-        if cost.source == 'estimated':
-            price = _('{cost} (estimated from the prices of {date})').format(cost=price, date=cost.price_date) \
-                if cost.price_date else _('{cost} (estimated)').format(cost=price)
-    return _('Model: {model}. Cost: {cost}.').format(model=result.model or provider.display_name, cost=price)
+    """"Model: … · This image: …": the cost said as every cost is (providers.pricing.cost_text):
+    reported, estimated from dated prices, or unknown (never free), unless made on this computer."""
+    from calibre_plugins.bookai.covers.making import image_summary  # the cover commands only
+    return image_summary(result, provider.is_local, provider.display_name)
 
 
 # history {{{

@@ -12,7 +12,7 @@ question. That is also what the "What will be sent" preview shows.
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from calibre_plugins.bookai.conversation.books import BookInfo, answer_language
@@ -23,6 +23,7 @@ from calibre_plugins.bookai.core.messages import Answer, Cost, Done, Message, Ro
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.core.web_links import kept_links
 from calibre_plugins.bookai.grounding.scopes import Place
+from calibre_plugins.bookai.providers.pricing import cost_text, total_cost
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.conversation.library import BookLibrary
@@ -143,7 +144,8 @@ class Conversation:
         return self.turns[-1].question if self.turns and not self.turns[-1].answered else ''
 
     def total_usage(self) -> Usage:
-        """Tokens of every answered turn; the cost is unknown as soon as one turn's is."""
+        """Tokens of every answered turn; the cost as providers.pricing.total_cost() adds costs up
+        (unknown as soon as one turn's is)."""
         used = [t.usage for t in self.turns if t.usage is not None]
         if not used:
             return Usage()
@@ -151,15 +153,8 @@ class Conversation:
         def total(name):
             values = [getattr(u, name) for u in used]
             return None if any(v is None for v in values) else sum(values)
-        costs = [u.cost for u in used]
-        known = [c for c in costs if c is not None]
-        cost = None
-        if len(known) == len(costs) and len({c.currency for c in known}) == 1:
-            sources = {c.source for c in known}
-            cost = replace(known[0], amount=sum(c.amount for c in known),
-                           source='reported' if sources == {'reported'} else 'estimated')
         return Usage(total('input_tokens'), total('output_tokens'), total('reasoning_tokens'),
-                     total('cached_tokens'), cost)
+                     total('cached_tokens'), total_cost(u.cost for u in used))
 
     # saved form {{{
 
@@ -270,13 +265,6 @@ def usage_text(usage: Usage, local: bool = False) -> str:
     if usage.input_tokens is not None or usage.output_tokens is not None:
         parts.append(_('{input} tokens in, {output} out').format(
             input=f'{usage.input_tokens or 0:,}', output=f'{usage.output_tokens or 0:,}'))
-    cost = usage.cost
-    if cost is None:
-        if parts:
-            parts.append(_('no cost: runs on this computer') if local else _('cost unknown'))
-    else:
-        amount = f'{cost.amount:.4f}' if cost.amount < 0.01 else f'{cost.amount:.2f}'
-        money = f'${amount}' if cost.currency == 'USD' else f'{amount} {cost.currency}'
-        parts.append(money if cost.source == 'reported' else _('about {money} (prices of {date})').format(
-            money=money, date=cost.price_date))
+    if usage.cost is not None or parts:  # the cost as every cost is said (providers.pricing.cost_text)
+        parts.append(cost_text(usage.cost, local))
     return ' · '.join(parts)

@@ -1,7 +1,8 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Covers for many books: made a few at a time, staged for review, never written to the library here.
 
-run_covers() is the whole run, without Qt: the calibre job (main_window/cover_actions.py wraps it in
+run_covers() is the whole run, without Qt, each book's image made by covers/making.py (as the cover
+window and the command line make theirs): the calibre job (main_window/cover_actions.py wraps it in
 calibre's ThreadedJob) and the benchmark call it the same way. It sends at most `at_once`
 requests at a time (1 to 8), each in a thread of its own; Stop (the CancelToken) ends the
 requests under way and starts no more: every book not made by then is 'stopped'. Each image
@@ -24,16 +25,14 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
-from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular, write_private
 from calibre_plugins.bookai.core.images import EXTENSIONS, ImageResult
 from calibre_plugins.bookai.core.messages import Cost
 from calibre_plugins.bookai.core.printable import one_line
-from calibre_plugins.bookai.covers.prompt import CoverChoices, cover_prompts
+from calibre_plugins.bookai.covers.making import BookRequest, failure_text, make_image
 
 load_translations()
 
@@ -46,14 +45,6 @@ MAX_TEXT = 2_000             # characters of a title, an error or a model kept i
 STATUSES = ('made', 'failed', 'stopped')
 IMAGE_NAME = re.compile(r'([1-9][0-9]{0,17})\.(' + '|'.join(sorted(set(EXTENSIONS.values()))) + ')')
 RUN_NAME = re.compile(r'[0-9]{8}-[0-9]{6}-[A-Za-z0-9_]{1,16}')
-
-
-@dataclass
-class BookRequest:
-    """One book's cover to make: its id, its title (to name it in a failure) and its prompt."""
-    book_id: int
-    title: str
-    prompt: str
 
 
 @dataclass
@@ -88,17 +79,6 @@ class UnreadableRun(Exception):
 
 
 # the run {{{
-
-def book_requests(db, book_ids: Iterable[int], choices: 'CoverChoices', abort: Any = None) -> tuple[list[BookRequest], list[str]]:
-    """(one request per book of db (calibre's Cache) still in the library, the notes on its
-    templates): each prompt built by covers.prompt.cover_prompts() from the book's metadata and
-    choices, every book's templates evaluated in one calibre worker. abort: what stops that worker
-    (an Event, or the run's CancelToken). From a thread or the command line only."""
-    ids = [book_id for book_id in book_ids if db.has_id(book_id)]
-    books = [db.get_metadata(book_id) for book_id in ids]
-    prompts, notes = cover_prompts(books, choices, abort=abort)
-    return [BookRequest(book_id, mi.title or '', prompt) for book_id, mi, prompt in zip(ids, books, prompts)], notes
-
 
 def run_covers(requests: Iterable[BookRequest], provider, aspect: str, at_once: int, staging_dir: str,
                cancel: CancelToken, progress: Callable[[int, int, CoverOutcome], None] | None = None,
@@ -190,17 +170,11 @@ class _Run:
         if self.cancel.cancelled:
             return None
         try:
-            return self.provider.generate_image(r.prompt, aspect=self.aspect, cancel=token)
+            return make_image(self.provider, r.prompt, self.aspect, token)
         except Cancelled:
             return None
-        except ProviderError as e:
-            if token.cancelled:
-                return None
-            raise _Failed(str(e)) from None
-        except Exception as e:  # a bug, or the unexpected: still this book's failure, in words
-            if token.cancelled:
-                return None
-            raise _Failed(_('The cover could not be made: {error}').format(error=f'{type(e).__name__}: {e}')) from None
+        except Exception as e:  # the service's refusal, a bug, the unexpected: this book's failure, in words
+            raise _Failed(failure_text(e)) from None
 
     def finish(self, r: BookRequest, result: ImageResult | None, error: str, token: CancelToken) -> None:
         """Stage the image and record the outcome; once Stop came, what arrives is 'stopped' (and

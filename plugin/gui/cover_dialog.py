@@ -7,7 +7,8 @@ saved by name), its prompt to edit, the text rendered on the cover, the book's d
 context (off, as calibre), the aspect ratio. The prompt itself is built by covers.prompt, never
 here, so that what "What will be sent…" shows is what Generate sends.
 
-Nothing is sent before Generate. The request runs in a thread (gui.worker); so does the decoding
+Nothing is sent before Generate. The request runs in a thread (gui.worker), made as every cover
+is made (covers.making: the provider's checks, the image, its decoding, its price); so does the decoding
 of its image, which Book AI does itself, bounded in time and memory, in calibre's worker process
 (core.images.decode_images): the window shows only Book AI's own picture of it (at most
 DISPLAY_SIDE pixels a side, made into a QImage without a decoder), and Use this cover gives
@@ -28,21 +29,22 @@ from qt.core import (
     QSizePolicy, QSplitter, QStackedWidget, Qt, QVBoxLayout, QWidget,
 )
 
-from calibre_plugins.bookai.conversation.conversation import usage_text
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
-from calibre_plugins.bookai.core.errors import ProviderError
-from calibre_plugins.bookai.core.images import ASPECTS, Decoded, Image, ImageResult, decode_images
-from calibre_plugins.bookai.core.messages import Cost, Usage
+from calibre_plugins.bookai.core.images import ASPECTS, Decoded, Image, ImageResult
+from calibre_plugins.bookai.core.messages import Cost
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.covers import styles
+from calibre_plugins.bookai.covers.making import (
+    chosen_image_provider, failure_text, image_model_shown, image_summary, make_cover, price_sentence, provider_problem,
+)
 from calibre_plugins.bookai.covers.prompt import (
     CoverChoices, CoverTexts, choices_from_prefs, cover_prompt, evaluate_texts, refine_prompt, remember,
 )
 from calibre_plugins.bookai.gui.image_decoding import qimage
 from calibre_plugins.bookai.gui.preview import destination
 from calibre_plugins.bookai.gui.worker import run_in_thread
-from calibre_plugins.bookai.providers import pricing
 from calibre_plugins.bookai.providers.base import Capability
+from calibre_plugins.bookai.providers.pricing import cost_text, total_cost
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
@@ -65,96 +67,12 @@ def aspect_names() -> dict[str, str]:
             '4:3': _('Landscape (4:3)')}
 
 
-# costs {{{
-
-def cost_text(cost: Cost | None, local: bool = False) -> str:
-    """A cost in words as the chat says it (conversation.usage_text): 'about $0.04 (prices of …)',
-    '$0.04', and when nobody knows it, unknown (never free) unless it runs on this computer."""
-    if cost is not None:
-        return usage_text(Usage(cost=cost))
-    return _('no cost: runs on this computer') if local else _('cost unknown')
-
-
-def total_cost(costs: list[Cost | None]) -> Cost | None:
-    """The sum of costs, as Conversation.total_usage() sums them: unknown as soon as one is."""
-    if not costs or any(c is None for c in costs) or len({c.currency for c in costs}) != 1:
-        return None
-    sources = {c.source for c in costs}
-    dated = next((c.price_date for c in costs if c.source != 'reported'), '')
-    return replace(costs[0], amount=sum(c.amount for c in costs),
-                   source='reported' if sources == {'reported'} else 'estimated', price_date=dated)
-
-
-def image_model_shown(provider: 'AIProviderPlugin') -> str:
-    """The image model the provider will use, as set, else its default; '' when it chooses
-    (read from the settings only: nothing is asked of the service)."""
-    return (str(provider.option('image_model') or '')).strip() or provider.default_image_model
-
-
-def price_per_image(provider: 'AIProviderPlugin', aspect: str) -> Cost | None:
-    """What one image costs by the dated price table; None when it is not known."""
-    try:
-        return pricing.estimate_image(provider.name, image_model_shown(provider) or None, Usage(), aspect)
-    except Exception:  # a price table that cannot say: unknown
-        return None
-
-
-def price_sentence(provider: 'AIProviderPlugin', aspect: str, count: int = 1) -> str:
-    """The price of one image (and of count images), in a sentence: estimated, or unknown."""
-    if provider.is_local:
-        return _('It runs on this computer: no cost.')
-    price = price_per_image(provider, aspect)
-    if price is None:
-        return _('The price of an image from this model is not known to Book AI.')
-    one = cost_text(price)
-    if count <= 1:
-        return _('One image costs {cost}.').format(cost=one)
-    return ngettext('One image costs {cost}; {count} image, {total}.',
-                    'One image costs {cost}; {count} images, {total}.', count).format(
-        cost=one, count=count, total=cost_text(replace(price, amount=price.amount * count)))
-
-
-def provider_problem(provider: 'AIProviderPlugin | None') -> str:
-    """Why covers cannot be made now (no image provider, or one not set up), in words; '' when they can."""
-    if provider is None:
-        return _('No image provider is chosen: choose one in Book AI\'s settings, on the Cover artwork tab. Nothing '
-                 'is sent until you do.')
-    missing = provider.missing_setup()
-    if missing:
-        return _('{provider} makes the covers, but it is not ready: {problem}').format(
-            provider=provider.display_name, problem=missing)
-    return ''
-
-
-def chosen_image_provider() -> 'AIProviderPlugin | None':
-    """The image provider of the settings, with the user's settings; None when none is chosen."""
-    # on use: the settings or a provider only when asked for
-    from calibre_plugins.bookai.providers.registry import image_provider
-    try:
-        return image_provider()
-    except Exception:  # a provider that cannot be made: as if none were chosen, said in words
-        return None
-
-# }}}
-
-
 def has_templates(choices: CoverChoices) -> bool:
     """Whether the choices put the title, authors or series through a calibre template."""
     return any(isinstance(t, str) and t.strip() for t in (choices.templates or {}).values())
 
 
 PromptFor = Callable[[CoverTexts | None], str]  # the prompt, given the book's texts through its templates
-
-
-def made_and_decoded(provider: 'AIProviderPlugin', prompt: str, aspect: str, source: Image | None,
-                     cancel: CancelToken) -> tuple[ImageResult, Decoded]:
-    """In a thread: the image the provider makes for prompt, and Book AI's own decoding of it, in
-    calibre's worker (core.images.decode_images): the picture to show, and the JPEG to put on the
-    book. Raises what generate_image() raises."""
-    result = provider.generate_image(prompt, aspect=aspect, source=source, cancel=cancel)
-    name = _('The image {provider} sent').format(provider=provider.display_name)
-    (decoded,) = decode_images([result.image.data], [name], cover=True, side=DISPLAY_SIDE, abort=cancel)
-    return result, decoded or Decoded(_('{image} could not be decoded.').format(image=name))
 
 
 class ImageView(QWidget):
@@ -668,7 +586,7 @@ class CoverDialog(CoverWindow):
             else:
                 book_texts = texts
             prompt = prompt_for(book_texts)
-            return book_texts, notes, prompt, made_and_decoded(provider, prompt, aspect, source, cancel)
+            return book_texts, notes, prompt, make_cover(provider, prompt, aspect, cancel, source, DISPLAY_SIDE)
 
         run_in_thread(work, lambda out, exc: self.request_done(cancel, out, exc, choices, change), self)
         self.status.setStyleSheet('')
@@ -716,12 +634,8 @@ class CoverDialog(CoverWindow):
         self.update_state()
 
     def failed(self, exc: Exception | None, text: str = '') -> None:
-        if isinstance(exc, Cancelled):
-            text = _('Stopped. Nothing more was sent.')
-        elif isinstance(exc, ProviderError):
-            text = str(exc)
-        elif exc is not None:
-            text = _('The cover could not be made: {error}').format(error=f'{type(exc).__name__}: {exc}')
+        if exc is not None:
+            text = failure_text(exc)
         self.status.setStyleSheet(f'QLabel {{ color: {ERROR_COLOR} }}' if not isinstance(exc, Cancelled) else '')
         self.status.setText(one_line(text))
         if self.image is None:
@@ -732,11 +646,7 @@ class CoverDialog(CoverWindow):
         """The model, this image's cost, the total since the window opened; the note, above."""
         local = self.provider is not None and self.provider.is_local
         r = self.image_result
-        parts = []
-        if r is not None:
-            if r.model:
-                parts.append(_('Model: {model}').format(model=one_line(r.model)))
-            parts.append(_('This image: {cost}').format(cost=cost_text(r.usage.cost, local)))
+        parts = [image_summary(r, local)] if r is not None else []
         if len(self.costs) > 1:
             parts.append(_('Total since this window opened: {cost}').format(
                 cost=cost_text(total_cost(self.costs), local)))

@@ -44,16 +44,16 @@ from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.images import Decoded, decode_images, structure
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.covers.bulk import (
-    CoverOutcome, StagedRun, book_requests, discard_run, new_staging_dir, run_covers, staged_runs,
+    CoverOutcome, StagedRun, discard_run, new_staging_dir, run_covers, staged_runs,
 )
 from calibre_plugins.bookai.covers.library import BookGone, NotReplaced, library_id_of, replace_cover, undo_cover
+from calibre_plugins.bookai.covers.making import book_requests, chosen_image_provider, provider_problem
 from calibre_plugins.bookai.covers.prompt import CoverChoices
 from calibre_plugins.bookai.covers.undo import CoverUndo, KeptCover, UndoNotKept
-from calibre_plugins.bookai.gui.cover_dialog import (
-    BulkCoverDialog, CoverDialog, chosen_image_provider, cost_text, provider_problem, total_cost,
-)
+from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
 from calibre_plugins.bookai.gui.image_decoding import qimage
 from calibre_plugins.bookai.gui.worker import collect_garbage_on_gui_thread, run_in_steps, run_in_thread
+from calibre_plugins.bookai.providers.pricing import cost_text, total_cost
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
@@ -277,8 +277,8 @@ class JobResult:
 def make_covers(db: Any, ids: Sequence[int], choices: CoverChoices, provider: 'AIProviderPlugin', at_once: int,
                 library_id: str, library_path: str, abort: threading.Event | None = None, log: Any = None,
                 notifications: Any = None) -> JobResult:
-    """The job's work, in calibre's job thread: the prompts (from the library, read now), then
-    covers.bulk.run_covers. calibre's Stop (abort) stops the run's CancelToken."""
+    """The job's work, in calibre's job thread: the requests (covers.making.book_requests, from the
+    library, read now), then covers.bulk.run_covers. calibre's Stop (abort) stops the run's CancelToken."""
     cancel = CancelToken()
     over = threading.Event()
 
@@ -311,7 +311,7 @@ def make_covers(db: Any, ids: Sequence[int], choices: CoverChoices, provider: 'A
                                                                               title=one_line(outcome.title)))
             if log is not None:
                 if outcome.status == 'made':
-                    log(f'Made: {outcome.title} ({outcome.model})')
+                    log(f'Made: {outcome.title} ({outcome.model}; {cost_text(outcome.cost, provider.is_local)})')
                 elif outcome.status == 'failed':
                     log(f'Failed: {outcome.title}: {outcome.error}')
 
@@ -512,7 +512,7 @@ class CoverReview(QDialog):
             lines.append(escape(ngettext('Stopped before it was made: {count} book.',
                                          'Stopped before they were made: {count} books.',
                                          len(stopped)).format(count=len(stopped))))
-        costs = [o.cost for o in run.outcomes if o.status == 'made']
+        costs = [o.cost for o in run.outcomes if o.status == 'made' or o.model]  # every image made, used or not
         if costs:
             lines.append(escape(_('Cost of the covers made: {cost}').format(cost=cost_text(total_cost(costs), self.local))))
         self.failures = QLabel('<br>'.join(lines), self)

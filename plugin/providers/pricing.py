@@ -8,13 +8,21 @@ published them on PRICE_DATE; the settings show that date.
 
 Every estimate is made from token counts that are counts and ends as money or as
 unknown (core.messages.known_cost): never NaN, infinite, negative or absurd.
+
+A cost is said in ONE way (cost_text) and costs are added up by ONE rule (total_cost), for
+answers and images alike: the chat's status line, the cover window, the many-books job and
+the command line.
 """
 
 import math
 import re
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import TypeVar
 
 from calibre_plugins.bookai.core.messages import Cost, Usage, known_cost, token_count
+
+load_translations()
 
 PRICE_DATE = '2026-06-01'
 
@@ -33,6 +41,37 @@ PRICES = {
         'gemini-2.5-pro': (1.25, 10.00), 'gemini-2.5-flash': (0.30, 2.50), 'gemini-2.5-flash-lite': (0.10, 0.40),
     },
 }
+
+# saying and adding up costs {{{
+
+def cost_text(cost: Cost | None, local: bool = False) -> str:
+    """A cost in words: '$0.0012' as the service reported it, 'about $0.04 (prices of 2026-06-01)'
+    as estimated from the dated table (4 decimals below a cent, else 2; another currency after the
+    amount); when nobody knows it, unknown (never free) unless it runs on this computer."""
+    if cost is None:
+        return _('no cost: runs on this computer') if local else _('cost unknown')
+    amount = f'{cost.amount:.4f}' if cost.amount < 0.01 else f'{cost.amount:.2f}'
+    money = f'${amount}' if cost.currency == 'USD' else f'{amount} {cost.currency}'
+    if cost.source == 'reported':
+        return money
+    return _('about {money} (prices of {date})').format(money=money, date=cost.price_date)
+
+
+def total_cost(costs: Iterable[Cost | None]) -> Cost | None:
+    """The sum of costs: unknown (None) as soon as one is, when they are in different currencies,
+    or when there are none; 'reported' only when every one was, else estimated, dated by the price
+    table of the first one estimated."""
+    given = list(costs)
+    known = [c for c in given if c is not None]
+    if not known or len(known) != len(given) or len({c.currency for c in known}) != 1:
+        return None
+    sources = {c.source for c in known}
+    dated = next((c.price_date for c in known if c.source != 'reported'), '')
+    return replace(known[0], amount=float(sum(c.amount for c in known)),
+                   source='reported' if sources == {'reported'} else 'estimated', price_date=dated)
+
+# }}}
+
 
 # what may follow a priced model's id and still be the same model: a date or "latest"
 SAME_MODEL_SUFFIX = re.compile(r'(-\d{4}-?\d{2}-?\d{2}|-latest)?')

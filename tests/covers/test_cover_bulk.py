@@ -104,7 +104,7 @@ def provider_for(server: ImageServer):
 
 
 def requests(n: int, special: dict | None = None):
-    from calibre_plugins.bookai.covers.bulk import BookRequest
+    from calibre_plugins.bookai.covers.making import BookRequest
     special = special or {}
     return [BookRequest(i, f'Book {i}', f'Design a book cover for the book "Book {i}" by A. {special.get(i, "")}')
             for i in range(1, n + 1)]

@@ -45,7 +45,7 @@ def provider(aimock):
 
 
 def requests(n: int, forbidden: int = 0):
-    from calibre_plugins.bookai.covers.bulk import BookRequest
+    from calibre_plugins.bookai.covers.making import BookRequest
     return [BookRequest(i, f'Book {i}', f'Design a book cover for the book "Book {i}".'
                         + (' FORBIDDEN' if i == forbidden else '')) for i in range(1, n + 1)]
 

@@ -46,7 +46,7 @@ def test_a_cover_is_made_saved_put_on_the_book_and_undone(cli, sandbox, tmp_path
     original = cover_of(sandbox, lib)
     assert original != 'none'
     r = cli('cover', '--library', lib, '1', '--apply')
-    assert r.returncode == 3 and 'No provider is chosen to make covers' in r.stderr, r
+    assert r.returncode == 3 and 'No image provider is chosen' in r.stderr and '--provider' in r.stderr, r
     r = cli('cover', '--library', lib, '1', '--apply', '--provider', 'anthropic')
     assert r.returncode == 3 and 'Anthropic cannot make images.' in r.stderr, r
     with ScriptedServer([IMAGE, REFUSED]) as server:
@@ -54,7 +54,8 @@ def test_a_cover_is_made_saved_put_on_the_book_and_undone(cli, sandbox, tmp_path
         out = tmp_path / 'new-cover.png'
         r = cli('cover', '--library', lib, '1', '--apply', '--out', out, '--provider', 'OpenAI compatible')
         assert r.returncode == 0, r
-        assert 'Model: sd-turbo. Cost: unknown.' in r.stdout and 'PNG, 30x40' in r.stdout
+        # said as the cover window says it: a server on this computer costs nothing
+        assert 'Model: sd-turbo · This image: no cost: runs on this computer' in r.stdout and 'PNG, 30x40' in r.stdout
         assert 'cover --undo' in r.stdout
         assert out.read_bytes() == PICTURE
         sent = json.loads(server.received[0]['body'])

@@ -307,7 +307,7 @@ def test_an_old_cover_that_cannot_be_kept_is_not_replaced(db, undo, monkeypatch)
 
 
 def test_book_requests_carry_each_books_own_prompt(db):
-    from calibre_plugins.bookai.covers.bulk import book_requests
+    from calibre_plugins.bookai.covers.making import book_requests
     from calibre_plugins.bookai.covers.prompt import CoverChoices, cover_prompt
     choices = CoverChoices('A quiet lake.', True, True, False, False, '3:4', {}, '')
     db.remove_books((3,))
@@ -320,7 +320,7 @@ def test_book_requests_carry_each_books_own_prompt(db):
 
 def test_book_requests_put_each_books_fields_through_the_templates_in_one_worker(db, monkeypatch):
     from calibre_plugins.bookai.core import isolated
-    from calibre_plugins.bookai.covers.bulk import book_requests
+    from calibre_plugins.bookai.covers.making import book_requests
     from calibre_plugins.bookai.covers.prompt import CoverChoices
     runs = []
     real_run = isolated.run

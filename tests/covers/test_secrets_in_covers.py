@@ -52,7 +52,8 @@ FORMS = ['raw', 'lower', 'upper', 'bearer-lower', 'percent-dash', 'percent-every
 
 @pytest.mark.parametrize('form', FORMS)
 def test_the_staged_run_and_its_manifest_hold_no_key(tmp_path, form):
-    from calibre_plugins.bookai.covers.bulk import MANIFEST, BookRequest, load_run, run_covers
+    from calibre_plugins.bookai.covers.bulk import MANIFEST, load_run, run_covers
+    from calibre_plugins.bookai.covers.making import BookRequest
     echo = forms_of(KEY)[form]
     requests = [BookRequest(1, 'Book 1', 'A cover for Book 1'), BookRequest(2, 'Book 2', 'A cover for Book 2')]
     with ScriptedServer([answer(CATALOGUE), made(echo), refused(echo)]) as server:

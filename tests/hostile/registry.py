@@ -77,11 +77,12 @@ STREAM = ('providers.base:AIProviderPlugin.read_json', 'providers.base:AIProvide
           'providers.streaming:json_of', 'providers.base:AIProviderPlugin.answer_chunks')
 BODY = ('providers.base:AIProviderPlugin.json_answer', 'core.limits:load_json',
         'providers.base:AIProviderPlugin.read_json')
-IMAGE = ('providers.base:AIProviderPlugin.generate_image', 'core.images:image_from_base64',
-         'core.images:decoded_base64',
+IMAGE = ('covers.making:make_image', 'providers.base:AIProviderPlugin.generate_image',
+         'core.images:image_from_base64', 'core.images:decoded_base64',
          'core.images:image_from_bytes', 'core.images:images_api_result', 'core.images:structure',
-         'core.images:decode_images', 'gui.image_decoding:decode_in_worker', 'gui.image_decoding:decode_one',
-         'gui.image_decoding:qimage', 'main_window.cover_actions:CoverReview.load_thumbnails')
+         'core.images:decode_images', 'covers.making:decoded_image', 'gui.image_decoding:decode_in_worker',
+         'gui.image_decoding:decode_one', 'gui.image_decoding:qimage',
+         'main_window.cover_actions:CoverReview.load_thumbnails')
 CHAT = 'providers.openai_chat:OpenAIChat'
 CLASSES = {'openai': 'providers.openai_responses:OpenAI', 'anthropic': 'providers.anthropic:Anthropic',
            'gemini': 'providers.gemini:GoogleGemini', 'ollama': 'providers.ollama:Ollama',
@@ -421,8 +422,8 @@ def call_entries() -> list[Entry]:
               ('core.limits:MAX_IMAGE_BYTES', 'core.images:MAX_IMAGE_PIXELS', 'core.isolated:WORKER_MEMORY'),
               ('crafted_image', 'damaged', 'oversized'),
               ('covers.library:replace_cover', 'main_window.cover_actions:put_cover', 'main_window.cover_actions:covers_to_apply',
-               'core.images:decode_images', 'covers.library:check_new_cover', 'covers.library:put_back',
-               'covers.library:undo_cover'),
+               'covers.making:decoded_image', 'core.images:decode_images', 'covers.library:check_new_cover',
+               'covers.library:put_back', 'covers.library:undo_cover'),
               C.LibraryCover(('crafted_image', 'damaged', 'oversized'))),
     ]
 

@@ -528,7 +528,9 @@ class WireSurface(Surface):
         from calibre_plugins.bookai import cli
         if self.attack in ('key_echo', 'control_chars'):  # also as the many-books job stages them: its manifest
             staged = self.staged(p)
-        result = p.generate_image('A cover for a book about the sea.', aspect='2:3')
+        from calibre_plugins.bookai.core.cancel import CancelToken
+        # made as the three ways in make it (covers.making), and said as the command line says it
+        result = plugin('covers.making').make_image(p, 'A cover for a book about the sea.', '2:3', CancelToken())
         summary = cli.cover_summary(p, result)
         seen = Observed(shown=[result.model, result.revised_prompt, result.text, summary])
         seen.facts['figures'] = [summary]
@@ -549,7 +551,8 @@ class WireSurface(Surface):
         from calibre_plugins.bookai.core.cancel import CancelToken
         bulk = plugin('covers.bulk')
         folder = tempfile.mkdtemp(prefix='staged-')
-        (outcome,) = bulk.run_covers([bulk.BookRequest(1, 'A book', 'A cover for a book about the sea.')], p, '2:3', 1,
+        request = plugin('covers.making').BookRequest(1, 'A book', 'A cover for a book about the sea.')
+        (outcome,) = bulk.run_covers([request], p, '2:3', 1,
                                      folder, CancelToken(), library_id='lib', library_path='/books')
         files = {}
         for name in os.listdir(folder):

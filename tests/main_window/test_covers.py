@@ -583,3 +583,42 @@ def test_the_review_with_crafted_covers_says_each_and_loses_nothing(qapp, prefs,
     wait_until(lambda: len(gui.library_view.refreshed) == 2, timeout=60, state=lambda: said)
     assert db.cover(good) == before[good] and CoverUndo().books(library_id) == []
     assert len(said['error']) == 1  # Undo: nothing to say for the books that had nothing to undo
+
+
+def test_the_window_the_job_and_the_command_line_send_the_same_request(qapp, prefs, books, said, tmp_path):
+    """One cover pipeline for every way in (covers.making): for the same book and choices, the cover
+    window's Generate, the many-books job and `cover` send the image server the same request, byte
+    for byte: the style, the extra instructions, the description, the title through its calibre
+    template, the aspect ratio."""
+    import io
+
+    from calibre_plugins.bookai import cli
+    with ScriptedServer([image_reply(png('#2c3e50'))] * 3) as server:
+        use_images(prefs, server)
+        prefs['cover_style'] = 'noir'
+        prefs['cover_aspect'] = '3:4'
+        prefs['cover_description'] = True
+        prefs['cover_instructions'] = 'Deep blues only.'
+        prefs['cover_templates'] = {'title': '{title:uppercase()}'}
+        gui = main_window(books)
+        gui.library_view.selected = [GUIDE]
+
+        def generate(d):
+            d.generate_button.click()
+            when(lambda: not d.busy, d.reject)
+        on_modal(CoverDialog, generate)
+        covers.generate_cover(gui)
+        assert len(server.received) == 1, said
+        start_bulk(gui, [GUIDE])
+        the_review().close()
+        assert len(server.received) == 2, said
+        out, err = io.StringIO(), io.StringIO()
+        code = cli.main(['cover', '--library', str(books), str(GUIDE), '--out', str(tmp_path / 'cover.png')],
+                        stdout=out, stderr=err)
+        assert code == 0, err.getvalue()
+    window, job, command_line = [(r['path'], r['body']) for r in server.received]
+    assert window == job == command_line
+    sent = json.loads(window[1])
+    assert window[0] == '/v1/images/generations'
+    for part in ('QUICK START GUIDE', 'Deep blues only.', 'Book description:', 'in noir style'):
+        assert part in sent['prompt'], sent['prompt']

@@ -79,7 +79,8 @@ def test_the_image_model_as_set_is_the_model_reported(sd, small_sizes):
 
 
 def test_covers_for_two_books_at_once_against_a_server_that_makes_one_at_a_time(sd, small_sizes, tmp_path):
-    from calibre_plugins.bookai.covers.bulk import BookRequest, load_run, run_covers
+    from calibre_plugins.bookai.covers.bulk import load_run, run_covers
+    from calibre_plugins.bookai.covers.making import BookRequest
     start = len(sd.log())
     progress = []
     lock = threading.Lock()
