@@ -571,10 +571,11 @@ class CoverDialog(CoverWindow):
         """One request, in a thread: the book's title, authors and series through their templates the
         first time (in calibre's worker: covers.prompt.evaluate_texts), the prompt, the image; the
         answer comes to request_done(), which shows the image Book AI decoded."""
-        provider = self.provider
-        if provider is None or provider_problem(provider):
+        chosen = self.provider
+        if chosen is None or provider_problem(chosen):
             self.show_page()
             return
+        provider = chosen  # not None, also in work() below, which the check above does not reach
         cancel = self.cancel = CancelToken()
         aspect, mi, texts = choices.aspect, self.mi, self.texts
 
@@ -617,6 +618,9 @@ class CoverDialog(CoverWindow):
         result, decoded = made
         image = qimage(decoded.pixels) if decoded.ok else QImage()  # Book AI's own rows: no decoder here
         if image.isNull():
+            # the provider that sent it: self.provider changes only on the settings' page, never shown
+            # while a request is in flight (send() returns before one when there is no provider)
+            assert self.provider is not None
             self.failed(None, decoded.problem or _('The image {provider} sent could not be read.').format(
                 provider=self.provider.display_name))
             if not decoded.ok:  # the service was paid for an image Book AI will not use: its cost still counts

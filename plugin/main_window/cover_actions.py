@@ -41,7 +41,7 @@ from qt.core import (
 
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
-from calibre_plugins.bookai.core.images import Decoded, decode_images, structure
+from calibre_plugins.bookai.core.images import Decoded, Source, decode_images, structure
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.covers.bulk import (
     CoverOutcome, StagedRun, discard_run, new_staging_dir, run_covers, staged_runs,
@@ -168,7 +168,8 @@ def covers_to_apply(items: Sequence[tuple[int, 'bytes | str | Decoded']]) -> lis
     or why it cannot be used, in words: in a thread, never the GUI thread. A staged cover (a path) is
     read as a regular file only, bounded; one decoded already (the one-book window's) is used as it is."""
     out: list[Decoded | str | None] = [None] * len(items)
-    sources, where = [], []
+    sources: list[Source] = []
+    where: list[int] = []
     for i, (_book_id, source) in enumerate(items):
         if isinstance(source, Decoded):
             out[i] = source if source.ok else source.problem
@@ -178,7 +179,7 @@ def covers_to_apply(items: Sequence[tuple[int, 'bytes | str | Decoded']]) -> lis
     name = _('The new cover')
     for i, d in zip(where, decode_images(sources, [name] * len(sources), cover=True)):
         out[i] = d if d is not None and d.ok else (d.problem if d is not None else _('There is no new cover.'))
-    return out  # type: ignore[return-value]
+    return out  # type: ignore[return-value]  # every slot is filled: above, or one answer a source
 
 
 def apply_covers(gui: 'Main', library_id: str, items: Sequence[tuple[int, 'bytes | str | Decoded']],
@@ -340,7 +341,7 @@ def generate_covers(gui: 'Main', ids: Sequence[int]) -> 'ThreadedJob | None':
         d.deleteLater()
     provider = chosen_image_provider()
     problem = provider_problem(provider)
-    if problem:
+    if provider is None or problem:  # no provider has a problem too: problem says so
         error(gui, _('No AI provider'), problem)
         return None
     return start_job(gui, ids, choices, provider)
@@ -383,7 +384,8 @@ def job_done(gui: 'Main', job: 'ThreadedJob') -> None:
             gui.job_exception(job, dialog_title=_('Covers could not be made'))
         return
     if not any(o.status in ('made', 'failed') for o in result.outcomes):
-        run_in_thread(lambda: discard_run(result.staging_dir), lambda r, e: None, gui)
+        staging_dir = result.staging_dir  # the closure's own: the check above does not reach into it
+        run_in_thread(lambda: discard_run(staging_dir), lambda r, e: None, gui)
         say(gui, _('Book AI: stopped before any cover was made.'))
         return
     run = StagedRun(result.staging_dir, result.library_id, result.library_path, 0.0, True, result.outcomes)
@@ -514,22 +516,23 @@ class CoverReview(QDialog):
                                          len(stopped)).format(count=len(stopped))))
         costs = [o.cost for o in run.outcomes if o.status == 'made' or o.model]  # every image made, used or not
         if costs:
-            lines.append(escape(_('Cost of the covers made: {cost}').format(cost=cost_text(total_cost(costs), self.local))))
+            lines.append(escape(_('Cost of the covers made: {cost}').format(
+                cost=cost_text(total_cost(costs), self.local))))
         self.failures = QLabel('<br>'.join(lines), self)
         self.failures.setWordWrap(True)
         self.failures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.failures.setVisible(bool(lines))
         layout.addWidget(self.failures)
 
-        row = QHBoxLayout()
+        buttons = QHBoxLayout()
         self.all_button = QPushButton(_('Select &all'), self)
         self.all_button.clicked.connect(lambda: self.check_all(True))
         self.none_button = QPushButton(_('Select &none'), self)
         self.none_button.clicked.connect(lambda: self.check_all(False))
-        row.addWidget(self.all_button)
-        row.addWidget(self.none_button)
-        row.addStretch(1)
-        layout.addLayout(row)
+        buttons.addWidget(self.all_button)
+        buttons.addWidget(self.none_button)
+        buttons.addStretch(1)
+        layout.addLayout(buttons)
         self.bb = QDialogButtonBox(self)
         self.apply_selected_button = self.bb.addButton(_('Apply &selected'), QDialogButtonBox.ButtonRole.AcceptRole)
         self.apply_selected_button.clicked.connect(self.apply_selected)
@@ -576,7 +579,7 @@ class CoverReview(QDialog):
             return lambda: db.cover(book_id) if db.has_id(book_id) else None
 
         def decode(batch: list[tuple[int, str, str]]) -> list[Decoded | None]:  # in a thread
-            sources = [old_cover(book_id) if which == 'old' else path for book_id, which, path in batch]
+            sources: list[Source] = [old_cover(book_id) if which == 'old' else path for book_id, which, path in batch]
             names = [_("The book's cover") if which == 'old' else _('The new cover') for _b, which, _p in batch]
             return decode_images(sources, names, cover=False, side=THUMB_SIDE, abort=stopped)
 
