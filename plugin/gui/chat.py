@@ -255,8 +255,10 @@ class ChatView(QTextBrowser):
 
     def render_tail(self, html: str) -> None:
         """Replace what follows the stream's finished blocks with html."""
+        stream = self.stream
+        assert stream is not None  # called only while an answer streams in
         c = QTextCursor(self.document())
-        c.setPosition(self.stream.tail_start)
+        c.setPosition(stream.tail_start)
         c.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         c.removeSelectedText()
         # the emptied block may keep the format of what was there (a list item, a heading): reset it
@@ -342,6 +344,7 @@ def repeated_html(index: int, turn: 'Turn') -> str:
     if not numbers:
         return ''
     cite = citing(index, turn)
+    assert cite is not None  # a turn with places: citing gives its citations
     return muted_html(_('The model cited no passage; its answer repeats the words of {passages}.')).replace(
         '{passages}', ', '.join(f'[{cite(n)}]' for n in numbers))
 

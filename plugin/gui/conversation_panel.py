@@ -87,7 +87,8 @@ class ConversationPanel(QWidget):
         self.keep_conversation, self.save, self.open_settings, self.intro = keep, save, settings, intro
         self.prepare, self.grounding = prepare, grounding
         self.exchange: Exchange | None = None  # the question whose answer is coming
-        self.loading = self.loading_cancel = None
+        self.loading: object | None = None  # the token of the wait before a question is sent (start_waiting)
+        self.loading_cancel: CancelToken | None = None  # Stop for the passages being embedded
         self.closed = False
         self.setup_ui(save_text, placeholder)
 
@@ -135,7 +136,8 @@ class ConversationPanel(QWidget):
         self.retry_button = self.button(_('&Retry'), self.retry, _('Ask the question that failed again'))
         self.new_button = self.button(_('&New chat'), self.new_chat, _('Start again'))
         self.copy_button = self.button(_('&Copy all'), self.copy_all, _('Copy the whole conversation'))
-        self.save_button = self.button(save_text, lambda: self.save(None), _('Save the whole conversation'))
+        self.save_button = self.button(save_text, lambda: self.save(None) if self.save is not None else None,
+                                       _('Save the whole conversation'))  # shown only with save
         self.save_button.setVisible(self.save is not None)
         self.preview_button = self.button(_('&What will be sent'), self.show_preview,
                                           _('The exact messages the next question sends, and where'))
@@ -269,12 +271,15 @@ class ConversationPanel(QWidget):
     def ask(self, question: str, typed: str = '') -> bool:
         """Send question (with the book's text as the Book text row says); False if it was not
         sent. typed: the text typed for it, put back in the box when it is not sent."""
-        provider = self.ready_provider(typed)
-        if provider is None:
+        ready = self.ready_provider(typed)
+        if ready is None:
             return False
+        provider = ready  # not None, in the closures too
         if self.scope == 'metadata':
             return self.send(provider, Question(question), typed)
-        scope, source = self.scope, self.grounding.source
+        assert self.grounding is not None  # a scope other than metadata comes from its Book text row
+        grounding = self.grounding  # not None, in the closures too
+        scope, source = self.scope, grounding.source
         token = self.start_waiting(_('Reading the text of the book…') if source.loaded is None else '')
 
         def loaded(text: BookText | None, error: str) -> None:
@@ -284,7 +289,8 @@ class ConversationPanel(QWidget):
                 if self.place_unknown(text, scope):  # nothing goes, not even to be embedded
                     self.stop_waiting(token)
                     return self.give_back(typed)
-                return self.rank_by_meaning(provider, text, question, token, lambda *meaning: chosen(text, *meaning))
+                read = text  # not None, in the lambda too
+                return self.rank_by_meaning(provider, read, question, token, lambda *meaning: chosen(read, *meaning))
             self.stop_waiting(token)
             if text is None:
                 self.show_notice(error + ' ' + _('Nothing was sent.'))
@@ -296,7 +302,7 @@ class ConversationPanel(QWidget):
             if not text.skipped_told and (note := text.book.skipped_note()):
                 text.skipped_told = True
                 self.show_notice(note)
-            selection = self.grounding.selection() if self.grounding.selection else ''
+            selection = grounding.selection() if grounding.selection else ''
             try:
                 q = book_question(question, scope, text.book, text.index, self.position(text, scope), selection,
                                   embedding_index=embedding_index, question_vector=question_vector)
@@ -345,13 +351,17 @@ class ConversationPanel(QWidget):
             if exc is not None:
                 self.show_notice(MEANING_FAILED.format(error=exc))
                 return then()
+            assert result is not None  # no exception: what work returned
             text.meaning = result[0]
             then(*result)
         run_in_thread(work, done, self)
 
     def position(self, text: BookText, scope: str) -> float | None:
         """The reader's place in the book, for a scope that keeps to it (None for the whole book)."""
-        return self.grounding.position(text) if scope != 'book' else None
+        if scope == 'book':
+            return None
+        assert self.grounding is not None  # a scope other than metadata comes from its Book text row
+        return self.grounding.position(text)
 
     def place_unknown(self, text: BookText, scope: str) -> bool:
         """Whether scope keeps to the reader's place and none is known (said so), by the rule of
@@ -416,6 +426,7 @@ class ConversationPanel(QWidget):
 
     def finish_answer(self) -> None:
         exchange, self.exchange = self.exchange, None
+        assert exchange is not None  # called only while an answer is coming
         not_kept = exchange.finish(self.keep_conversation)
         self.chat.end_answer(exchange.index, exchange.turn, self.assistant(exchange.provider))
         if not_kept:

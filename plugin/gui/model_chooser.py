@@ -257,7 +257,8 @@ class ModelChooser(QDialog):
             self.show_status(_('{count} models available.').format(count=len(self.models)), True)
 
     def show_status(self, text: str, ok: bool | None = None) -> None:
-        color = {True: 'green', False: 'red'}.get(ok)
+        colors: dict[bool | None, str] = {True: 'green', False: 'red'}
+        color = colors.get(ok)
         self.status.setText(f'<span style="color:{color}">{plain(text)}</span>' if color else plain(text))
 
     # }}}

@@ -142,7 +142,8 @@ class CitationDialog(QDialog):
     def __init__(self, number: int, place: Place, text: str, go_to: Callable[[Place], None] | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.place, self.go_to = place, go_to
+        self.place = place
+        self.go_to: Callable[[Place], None] | None = go_to
         self.setWindowTitle(_('Passage {n}').format(n=number))
         layout = QVBoxLayout(self)
         if place.book_id:  # found across the library: the book is what tells where
@@ -166,5 +167,7 @@ class CitationDialog(QDialog):
         self.resize(560, 380)
 
     def open_here(self) -> None:
-        self.go_to(self.place)
+        go_to = self.go_to
+        assert go_to is not None  # the button that calls this is there only with go_to
+        go_to(self.place)
         self.accept()

@@ -4,6 +4,8 @@ Each value is checked as its Option says (providers.options.Option.check): what 
 shown in red under its field, and nothing is saved while anything is wrong. A value saved that
 cannot be used (an edited file) is shown as the default, with what was wrong under the field."""
 
+from typing import TYPE_CHECKING
+
 from qt.core import (
     QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
     QPlainTextEdit, QPushButton, QSpinBox, Qt, QVBoxLayout, QWidget,
@@ -16,6 +18,9 @@ from calibre_plugins.bookai.providers.options import Option, parse_headers, unus
 from calibre_plugins.bookai.settings.keyring import StoreError
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import not_kept
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.gui.model_chooser import ModelChooser
 
 load_translations()
 
@@ -40,14 +45,14 @@ class ModelPicker(QWidget):
         layout.addWidget(self.box, 1)
         layout.addWidget(self.refresh_button)
         layout.addWidget(self.copy_button)
-        self.choose_button = None
+        self.choose_button: QPushButton | None = None
 
     def add_choose_button(self) -> QPushButton:
         """Add Choose… (the model chooser, gui/model_chooser.py) beside the box, and return it."""
-        self.choose_button = QPushButton(_('C&hoose…'), self)
-        self.choose_button.setToolTip(_('Search the models, with their prices and details'))
-        self.layout().insertWidget(1, self.choose_button)
-        return self.choose_button
+        button = self.choose_button = QPushButton(_('C&hoose…'), self)
+        button.setToolTip(_('Search the models, with their prices and details'))
+        self.layout().insertWidget(1, button)
+        return button
 
     def set_value(self, model_id: str) -> None:
         """Show model_id ('' for automatic)."""
@@ -74,8 +79,8 @@ class ProviderConfigWidget(QWidget):
     def __init__(self, provider: AIProviderPlugin, parent: QWidget | None = None):
         super().__init__(parent)
         self.provider = provider
-        self.editors = {}
-        self.problems = {}  # option name: the label under its field saying what is wrong
+        self.editors: dict[str, QWidget] = {}
+        self.problems: dict[str, QLabel] = {}  # option name: the label under its field saying what is wrong
         self.setup_ui()
 
     def setup_ui(self) -> None:
@@ -113,8 +118,8 @@ class ProviderConfigWidget(QWidget):
                 self.connect_filler(option)
         for option, problem in unusable_values(p.all_options(), p.settings):  # saved, and cannot be used
             self.show_problem(option.name, problem)
-        self.model_picker = self.editors.get('model')
-        self.chooser = None  # the model chooser, while it is open
+        self.model_picker: ModelPicker | None = self.editors.get('model')
+        self.chooser: ModelChooser | None = None  # the model chooser, while it is open
         if self.model_picker is not None:
             self.model_picker.refresh_button.clicked.connect(self.refresh_models)
             if p.has_model_chooser:
@@ -264,12 +269,12 @@ class ProviderConfigWidget(QWidget):
         if self.validate():
             return
         values = self.values()
-        key = values.pop('api_key', None)
+        key = values.pop('api_key', None)  # a str: the secret option's check gives one
         prefs = plugin_prefs()
         providers = dict(prefs['providers'])
         providers[self.provider.name] = values
         prefs['providers'] = providers
-        if key:
+        if isinstance(key, str) and key:
             try:
                 self.provider.secrets.set(self.provider.name, 'api_key', key)
             except StoreError as e:
@@ -285,7 +290,8 @@ class ProviderConfigWidget(QWidget):
 
     def show_status(self, text: str, ok: bool | None = None) -> None:
         """Say text under the buttons: in green when ok, in red when not ok."""
-        color = {True: 'green', False: 'red'}.get(ok)
+        colors: dict[bool | None, str] = {True: 'green', False: 'red'}
+        color = colors.get(ok)
         self.status.setText(f'<span style="color:{color}">{text}</span>' if color else text)
 
     def refresh_models(self) -> None:
@@ -294,14 +300,16 @@ class ProviderConfigWidget(QWidget):
         if problem:
             return self.show_status(problem, False)
         provider = self.provider_with_these_settings()
-        self.model_picker.refresh_button.setEnabled(False)
+        picker = self.model_picker
+        assert picker is not None  # Refresh is connected only when there is a model field
+        picker.refresh_button.setEnabled(False)
         self.show_status(_('Asking {provider} for its models…').format(provider=provider.display_name))
 
         def done(models, exc):
-            self.model_picker.refresh_button.setEnabled(True)
+            picker.refresh_button.setEnabled(True)
             if exc is not None:
                 return self.show_status(str(exc), False)
-            self.model_picker.set_models(models)
+            picker.set_models(models)
             self.show_status(_('{count} models available.').format(count=len(models)), True)
 
         run_in_thread(lambda: provider.models(refresh=True), done, self)
@@ -313,7 +321,9 @@ class ProviderConfigWidget(QWidget):
         if problem:
             return self.show_status(problem, False)
         provider = self.provider_with_these_settings()
-        button = self.model_picker.choose_button
+        picker = self.model_picker
+        assert picker is not None and picker.choose_button is not None  # Choose… is connected only once added
+        button = picker.choose_button
         button.setEnabled(False)
         self.show_status(_('Asking {provider} for its models…').format(provider=provider.display_name))
 
@@ -322,11 +332,10 @@ class ProviderConfigWidget(QWidget):
             if exc is not None:
                 return self.show_status(str(exc), False)
             self.show_status('')
-            self.model_picker.set_models(models)
+            picker.set_models(models)
             # on use: the chooser is built when opened
             from calibre_plugins.bookai.gui.model_chooser import open_chooser
-            d = self.chooser = open_chooser(models, self.model_picker.value(), provider.display_name, self,
-                                            self.model_picker.set_value)
+            d = self.chooser = open_chooser(models, picker.value(), provider.display_name, self, picker.set_value)
             d.refresh_requested.connect(lambda: self.refresh_chooser(provider, d))
             d.finished.connect(lambda result: (setattr(self, 'chooser', None), d.deleteLater()))
 

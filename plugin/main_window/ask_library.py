@@ -39,16 +39,17 @@ class LibraryPanel(ConversationPanel):
 
     def ask(self, question: str, typed: str = '') -> bool:
         """Search the library for question (in a thread), then send it with the passages found."""
-        provider = self.ready_provider(typed)
-        if provider is None:
+        ready = self.ready_provider(typed)
+        if ready is None:
             return False
+        provider = ready  # not None, in the closure too
         db, book_ids = self.window.library.db, self.window.searched_ids()
         token = self.start_waiting(_('Searching the full text of your books…'))
 
         def found(q: Question | None, exc: BaseException | None) -> None:
             if not self.stop_waiting(token):
                 return
-            if exc is not None or not q.passages:
+            if exc is not None or q is None or not q.passages:  # q is None only with exc
                 self.show_notice((str(exc) if exc is not None else _(
                     'Nothing in the full-text index of your books matches the question.')) + ' ' + _(
                     'Nothing was sent.'))
@@ -117,6 +118,7 @@ class LibraryQuestionWindow(PanelDialog):
         turn = next((t for t in reversed(self.panel.conv.turns) if place in t.places), None)
         text = passage_texts(turn.passages).get(turn.places.index(place) + 1, '') if turn else ''
         words = ' '.join(text.replace('…', ' ').split()[:8])
+        assert self.gui is not None  # opened from calibre's main window (main_window.action), which opens books
         self.gui.iactions['View'].view_format_by_id(place.book_id, place.fmt, open_at=f'search:{words}'
                                                      if words else None)
 

@@ -59,7 +59,7 @@ class DiscussionWindow(PanelDialog):
         layout.addWidget(self.books_label)
         self.actions_row = QHBoxLayout()
         layout.addLayout(self.actions_row)
-        self.action_buttons = []
+        self.action_buttons: list[QPushButton] = []
         self.panel = ConversationPanel(
             conversation, keep=self.library.history.save, save=self.save_to_book, save_text=_('Save to &book'),
             settings=self.show_settings, placeholder=_(
@@ -82,7 +82,9 @@ class DiscussionWindow(PanelDialog):
 
     def open_in_viewer(self, place: Place) -> None:
         """Open the book in the E-book viewer at a passage cited."""
-        text = self.panel.grounding.source.loaded
+        grounding, gui = self.panel.grounding, self.gui
+        assert grounding is not None and gui is not None  # the grounding's go_to: made only in calibre's window
+        text = grounding.source.loaded
         book_id = self.conv.books[0].book_id
         fmt = text.fmt if text is not None else None
         if fmt is None:
@@ -91,7 +93,7 @@ class DiscussionWindow(PanelDialog):
             return
         # a CFI where the text was the book's own EPUB; else where the viewer puts that fraction of the book
         open_at = place.cfi if place.cfi and fmt in READ_DIRECTLY else f'{place.position:.4f}'
-        self.gui.iactions['View'].view_format_by_id(book_id, fmt, open_at=open_at)
+        gui.iactions['View'].view_format_by_id(book_id, fmt, open_at=open_at)
 
     @property
     def conv(self) -> Conversation:

@@ -166,7 +166,8 @@ class Placeholder(QWidget):
         super().__init__()
         self.viewer = viewer
         self.panel: 'AskPanel | None' = None
-        self.selected, self.annot = '', None
+        self.selected = ''
+        self.annot: dict | None = None
         QVBoxLayout(self).setContentsMargins(0, 0, 0, 0)
 
     def showEvent(self, ev: QShowEvent) -> None:

@@ -54,7 +54,8 @@ class AskPanel(QWidget):
     def __init__(self, viewer: 'EbookViewer', parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.viewer = viewer
-        self.selected, self.annot = '', None
+        self.selected = ''
+        self.annot: dict | str | None = None
         self.history: History | None = None
         self.setup_ui()
         QTimer.singleShot(0, self.offer_calibre_settings)
@@ -72,7 +73,7 @@ class AskPanel(QWidget):
         layout.addWidget(self.selection_label)
         self.actions_grid = QGridLayout()
         layout.addLayout(self.actions_grid)
-        self.action_buttons = []
+        self.action_buttons: list[QPushButton] = []
         self.panel = ConversationPanel(
             Conversation([self.book()]), keep=self.keep, save=self.save_as_note, save_text=_('Save as &note'),
             settings=self.show_settings, placeholder=_('Ask about the selection or the book (Enter sends)'),
@@ -245,8 +246,14 @@ def save_note(viewer: 'EbookViewer', note: str, annot: dict | str | None, done: 
     if uuid:
         set_note(viewer, uuid, note)
         return done('')
-    quick_highlight(viewer, lambda uuid: (set_note(viewer, uuid, note), done('')) if uuid else done(_(
-        'The selection could not be highlighted. Highlight it in the viewer, then save again.')))
+
+    def highlighted(uuid: str) -> None:
+        if uuid:
+            set_note(viewer, uuid, note)
+            done('')
+        else:
+            done(_('The selection could not be highlighted. Highlight it in the viewer, then save again.'))
+    quick_highlight(viewer, highlighted)
 
 
 def viewer_current_style() -> dict | None:
