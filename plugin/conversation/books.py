@@ -44,6 +44,10 @@ MOST_FIELD_CHARS = 1000
 MOST_NOTE_CHARS = 10_000
 # The most characters of long-text fields sent about one book, all of them together.
 MOST_NOTES_CHARS = 20_000
+# The most characters of a comment's HTML read to make its text: far more than MOST_NOTE_CHARS of
+# text takes, and what calibre's HTML converters get through in well under a second (a library's
+# comments come from anywhere: 24 MB of paragraphs took them over 30 seconds).
+MOST_COMMENTS_READ = 200_000
 
 
 @dataclass(frozen=True)
@@ -208,7 +212,9 @@ def bounded_list(values: Iterable[str]) -> tuple[str, ...]:
 
 
 def comments_as_markdown(html: str) -> str:
-    """A comment's HTML as Markdown, as calibre's own AI sends it."""
+    """A comment's HTML as Markdown, as calibre's own AI sends it: of its first MOST_COMMENTS_READ
+    characters."""
+    html = (html or '')[:MOST_COMMENTS_READ]
     try:
         from calibre.library.comments import comments_as_markdown as as_markdown  # calibre 8.16 and later
     except ImportError:
@@ -218,7 +224,7 @@ def comments_as_markdown(html: str) -> str:
             return as_markdown(html)
         from calibre.library.comments import comments_to_html  # the same, on older calibre
         from calibre.utils.html2text import html2text
-        return html2text(comments_to_html(html or ''), single_line_break=False)
+        return html2text(comments_to_html(html), single_line_break=False)
     except Exception:  # html2text missing, or HTML it cannot read
         return html_to_text(html)
 
@@ -226,12 +232,13 @@ def comments_as_markdown(html: str) -> str:
 
 
 def html_to_text(html: str) -> str:
-    """A comment's HTML as plain text."""
+    """A comment's HTML as plain text: of its first MOST_COMMENTS_READ characters."""
+    html = (html or '')[:MOST_COMMENTS_READ]
     try:
         from calibre.utils.html2text import html2text  # guarded: a calibre build may lack it
         return html2text(html)
     except Exception:  # html2text missing: keep the words, drop the tags
-        return unescape(re.sub(r'<[^>]+>', ' ', html or ''))
+        return unescape(re.sub(r'<[^>]+>', ' ', html))
 
 
 def answer_language(books: Iterable[BookInfo] = ()) -> str:
