@@ -109,10 +109,26 @@ QT_MODULES = ('qt.', 'PyQt')  # a Qt class named in a test's code: it runs Qt
 # and anything of hypothesis: a fuzzing run, whose volume (thousands of inputs) is the point
 
 
+# The noai host is forky's calibre and Python with calibre's AI removed (dev/strip_calibre_ai.py):
+# what never reaches calibre runs there exactly as on forky. These run on forky only, and are
+# left out on noai (deselected: counted as such, never as passed): the providers' wire formats,
+# the bottom layer, and the battery's cases on the wire (its servers' bytes into the providers).
+SAME_AS_ON_FORKY = ('tests/core/', 'tests/providers/', 'tests/hostile/test_battery.py::test_hostile[wire/')
+# ... but for the tests that compare Book AI with calibre's own AI, which noai has not
+REACHES_CALIBRES_AI = ('tests/providers/test_openrouter.py',)
+
+
+def same_as_on_forky(item: pytest.Item) -> bool:
+    nodeid = item.nodeid
+    return nodeid.startswith(SAME_AS_ON_FORKY) and not nodeid.startswith(REACHES_CALIBRES_AI)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark `quick` the tests that need no more than calibre's runtime in this process; leave out
-    (deselect, so that they are not counted as passed) those marked `hosts` for other hosts."""
-    elsewhere = [item for item in items if (m := item.get_closest_marker('hosts')) and HOST not in m.args]
+    (deselect, so that they are not counted as passed) those marked `hosts` for other hosts, and
+    on noai those that run there as on forky (SAME_AS_ON_FORKY)."""
+    elsewhere = [item for item in items if (m := item.get_closest_marker('hosts')) and HOST not in m.args
+                 or HOST == 'noai' and same_as_on_forky(item)]
     if elsewhere:
         config.hook.pytest_deselected(items=elsewhere)
         items[:] = [item for item in items if item not in elsewhere]
