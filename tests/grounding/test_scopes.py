@@ -76,7 +76,7 @@ def test_passages_go_to_the_model_as_numbered_data(guide):
 
 def test_citations_point_at_the_passages_sent(guide):
     ex = excerpt(guide, 'position', QUESTION, 0.8)
-    answer = f'Use the Convert books button [1]. See also [2, 1] and [99].'
+    answer = 'Use the Convert books button [1]. See also [2, 1] and [99].'
     found = citations(answer, ex)
     assert [(c.number, c.sent) for c in found] == [(1, True), (2, True), (99, False)]
     assert found[0].chapter == ex.chapters[ex.passages[0].chapter]

@@ -160,7 +160,6 @@ OpenAI-shaped body on every route.
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import struct
