@@ -18,8 +18,9 @@ from hostile.surfaces import MB, Context, Payload, Surface, bound_value, plugin
 GOOD = 'The good chapter.'
 READ_DIRECTLY = ('EPUB', 'KEPUB')
 # calibre's conversion of a book, in its worker, lowered from half an hour (a long PDF's time) for a
-# hostile book of a few MB: that it is ended, with a sentence, is what the battery sees
-CONVERSION_SECONDS = 15
+# hostile book of a few MB: that it is ended, with a sentence, is what the battery sees. Seconds of
+# CPU time (core.isolated): a good book of the battery converts in about one
+CONVERSION_SECONDS = 5
 
 
 def code_ran(where: Path) -> list[str]:
