@@ -8,11 +8,11 @@ import json
 import stat
 
 from calibre_plugins.bookai.conversation.books import BookInfo
-from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.library import BookLibrary
-from calibre_plugins.bookai.core.messages import Answer, Done, TextDelta, WebLink
+from calibre_plugins.bookai.core.messages import WebLink
 from helpers.books import quick_start_epub
+from helpers.conversations import answered
 
 HOSTILE = '\x1b]52;c;cHduZWQ=\x07\x1b[2J\x9b31m'
 RAW = ('\x1b', '\x9b', '\x07')
@@ -30,14 +30,10 @@ def kept(sandbox):
             ('Quick Start Guide', 'How do I convert a book?', 'With **Convert books**.'),
             ('Quick Start Guide' + HOSTILE, 'What is a library?', 'A folder.' + HOSTILE + '<script>x()</script>'),
             ('Another', 'Where is the quick start?', 'In Help.')]):
-        conv = Conversation([BookInfo(1, title, ('John Schember',))], library_id, conversation_id=f'conv{n}',
-                            created=1_700_000_000 + n * 100)
-        conv.ask(question)
-        reply = Answer()
-        reply.add(TextDelta(answer))
-        reply.add(Done(model='tiny', web_links=(WebLink('Manual', 'https://manual.calibre-ebook.com/'),)))
-        conv.finish(reply, 'openai_compatible')
-        conv.turns[-1].asked = 1_700_000_000 + n * 100
+        conv = answered(BookInfo(1, title, ('John Schember',)), library_id, question, answer,
+                        1_700_000_000 + n * 100, 1_700_000_000 + n * 100, f'conv{n}',
+                        links=(WebLink('Manual', 'https://manual.calibre-ebook.com/'),), model='tiny',
+                        provider='openai_compatible')
         history.save(conv)
         convs.append(conv)
     return lib

@@ -13,22 +13,17 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.export import as_html, as_markdown, export, format_of, inert_markdown
 from calibre_plugins.bookai.conversation.history import MAX_SEARCH_WORDS, History, search_words
 from calibre_plugins.bookai.conversation.prompts import numbered_block
-from calibre_plugins.bookai.core.messages import Answer, Done, TextDelta, WebLink
+from calibre_plugins.bookai.core.messages import WebLink
 from calibre_plugins.bookai.grounding.scopes import Place
+from helpers.conversations import answered
 
 LIBRARY = 'lib'
 RAW = ('\x1b', '\x9b', '\x07', '\u202e')
 
 
 def conversation(title, authors, question, answer, asked, conv_id, places=(), passages='', links=()):
-    conv = Conversation([BookInfo(1, title, authors)], LIBRARY, conversation_id=conv_id, created=asked - 60)
-    conv.ask(question, passages, places=places)
-    reply = Answer()
-    reply.add(TextDelta(answer))
-    reply.add(Done(model='gpt-5-mini', web_links=links))
-    conv.finish(reply, 'openai')
-    conv.turns[-1].asked = asked
-    return conv
+    return answered(BookInfo(1, title, authors), LIBRARY, question, answer, asked, asked - 60, conv_id, places,
+                    passages, links)
 
 
 def grounded(answer='Paul meets the Reverend Mother [1], then the desert [2].', conv_id='dune'):

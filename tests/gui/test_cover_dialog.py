@@ -8,7 +8,6 @@ can be used."""
 import base64
 import copy
 import json
-import shutil
 import time
 
 import pytest
@@ -24,11 +23,8 @@ from calibre_plugins.bookai.covers.styles import saved_styles, style_by_name
 from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
 from calibre_plugins.bookai.providers.pricing import PRICE_DATE
 from calibre_plugins.bookai.settings.secrets import secret_store
-from helpers.calibre_gui import wait_until
-from helpers.project import PROJECT
+from helpers.calibre_gui import shoot, wait_until
 from helpers.scripted_server import Reply, ScriptedServer
-
-SCREENSHOTS = PROJECT / 'docs' / 'screenshots'
 
 
 def cover_png(width=512, height=768, top='#1b2a49', bottom='#c0392b', words='The Moving Toyshop'):
@@ -109,12 +105,6 @@ def made(d):
     return d
 
 
-def shoot(widget, path):
-    QApplication.processEvents()
-    assert widget.grab().save(str(path))
-    assert path.stat().st_size > 15_000, f'{path} looks empty'
-
-
 def test_generate_shows_the_image_and_the_cost(qapp, prefs, artifacts):
     png = cover_png()
     with ScriptedServer([image_reply(png)]) as server:
@@ -149,9 +139,7 @@ def test_generate_shows_the_image_and_the_cost(qapp, prefs, artifacts):
         assert 'free' not in status.lower()
         assert d.use_button.isEnabled() and d.start_over_button.isEnabled()
         d.resize(900, 680)
-        shoot(d, artifacts / 'cover-single.png')
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(artifacts / 'cover-single.png', SCREENSHOTS / 'cover-single.png')
+        shoot(d, artifacts / 'cover-single.png', 15_000, for_readme=True)
         d.accept()
         # what goes on the book is Book AI's own JPEG of it, never the bytes the server sent
         found = structure(d.cover_data, 'It')
@@ -361,9 +349,7 @@ def test_bulk_dialog(qapp, prefs, artifacts):
         assert d.preview.prompt == cover_prompt(book(), d.choices.choices())
         assert 'One request for each of the 12 selected books' in plain(d.preview.summary)
         d.resize(640, 560)
-        shoot(d, artifacts / 'cover-bulk.png')
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(artifacts / 'cover-bulk.png', SCREENSHOTS / 'cover-bulk.png')
+        shoot(d, artifacts / 'cover-bulk.png', 15_000, for_readme=True)
         d.generate_button.click()
         assert d.result() == d.DialogCode.Accepted and d.result_choices.style_text == style_by_name('noir').template
         assert prefs['cover_style'] == 'noir'

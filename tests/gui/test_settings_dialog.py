@@ -22,7 +22,9 @@ from calibre_plugins.bookai.providers.registry import PROVIDERS
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import secret_store
 from helpers.books import quick_start_epub
+from helpers.calibre_gui import shoot
 
+SMALLEST = 8000  # bytes: a smaller picture of a tab is an empty one
 TABS = ('provider', 'library-actions', 'reading', 'book-fields', 'sent-to-the-ai', 'save-to-book', 'covers')
 BUILTIN = [a.name for a in library_actions_builtin()]
 VIEWER_BUILTIN = [a.name for a in viewer_actions_builtin()]
@@ -50,12 +52,6 @@ def shown(qapp, widget):
     widget.show()
     qapp.processEvents()
     return widget
-
-
-def shoot(qapp, widget, path):
-    qapp.processEvents()
-    assert widget.grab().save(str(path))
-    assert path.stat().st_size > 8000, f'{path} looks empty'
 
 
 def answer_dialog(qapp, fill):
@@ -102,13 +98,13 @@ def test_every_tab_renders(qapp, artifacts, saved_prefs):
     assert w.tabs.count() == len(TABS)
     for i, tab in enumerate(TABS):
         w.tabs.setCurrentIndex(i)
-        shoot(qapp, d, artifacts / f'settings-{tab}.png')
+        shoot(d, artifacts / f'settings-{tab}.png', SMALLEST)
     w.tabs.setCurrentIndex(0)
     for name in PROVIDERS:  # every provider's settings fit the width
         w.provider_tab.provider_box.setCurrentIndex(w.provider_tab.provider_box.findData(name))
         qapp.processEvents()
         assert not w.provider_tab.config_pages[name].horizontalScrollBar().isVisible(), name
-    shoot(qapp, d, artifacts / 'settings-provider-openai_compatible.png')
+    shoot(d, artifacts / 'settings-provider-openai_compatible.png', SMALLEST)
     d.reject()
 
 
@@ -236,7 +232,7 @@ def test_library_actions_edited(qapp, artifacts, saved_prefs):
         d.accept()
         assert d.isVisible() and 'prompt' in d.error.text()
         d.template_edit.setPlainText('List the plot holes of {title}.')
-        shoot(qapp, d, artifacts / 'settings-action-editor.png')
+        shoot(d, artifacts / 'settings-action-editor.png', SMALLEST)
         d.accept()
         assert not d.isVisible()
 
@@ -258,7 +254,7 @@ def test_library_actions_edited(qapp, artifacts, saved_prefs):
     item = e.action_list.item(1)
     assert item.text().startswith('Chapter by chapter') and '(edited)' in item.text()
     assert e.restore_button.isEnabled() and not e.remove_button.isEnabled()
-    shoot(qapp, w, artifacts / 'settings-library-actions-edited.png')
+    shoot(w, artifacts / 'settings-library-actions-edited.png', SMALLEST)
 
     def cancel(d):
         d.label_edit.setText('Not kept')
@@ -328,7 +324,7 @@ def test_reading_actions_edited(qapp, artifacts, saved_prefs):
             assert '{' + v + '}' not in d.help.text()
         d.label_edit.setText('Explain')  # the label of a builtin action: its name is made unique
         d.template_edit.setPlainText('Who says this in {title}, and why? {selected}')
-        shoot(qapp, d, artifacts / 'settings-reading-action-editor.png')
+        shoot(d, artifacts / 'settings-reading-action-editor.png', SMALLEST)
         d.accept()
         assert not d.isVisible()
 
@@ -343,7 +339,7 @@ def test_reading_actions_edited(qapp, artifacts, saved_prefs):
     e.up_button.click()
     order = ['explain_2'] + VIEWER_BUILTIN[:-2] + ['translate', VIEWER_BUILTIN[-2]]
     assert action_names(e) == order
-    shoot(qapp, w, artifacts / 'settings-reading-edited.png')
+    shoot(w, artifacts / 'settings-reading-edited.png', SMALLEST)
 
     w.commit()
     saved = saved_prefs['viewer_actions']
@@ -384,7 +380,7 @@ def test_highlight_style(qapp, artifacts, saved_prefs):
     box = w.reading_tab.highlight_box
     box.showPopup()
     qapp.processEvents()
-    shoot(qapp, box.view().window(), artifacts / 'settings-highlight-styles.png')
+    shoot(box.view().window(), artifacts / 'settings-highlight-styles.png', SMALLEST)
     box.hidePopup()
     assert [box.itemData(i) for i in range(box.count())] == [''] + HIGHLIGHT_STYLES
     assert box.currentData() == '' and box.currentText() == "The viewer's current style"
@@ -434,11 +430,7 @@ def test_chat_text_size(qapp, artifacts, saved_prefs):
     assert box.currentData() == 100 and box.isVisible()
     assert 'Ask AI panel' in box.toolTip() and 'at once' in box.toolTip()
     box.setCurrentIndex(box.findData(130))
-    shoot(qapp, w, artifacts / 'settings-chat-text-size.png')
-    from helpers.project import PROJECT  # the README shows it
-    screenshots = PROJECT / 'docs' / 'screenshots'
-    screenshots.mkdir(parents=True, exist_ok=True)
-    shutil.copy(artifacts / 'settings-chat-text-size.png', screenshots / 'settings-chat-text-size.png')
+    shoot(w, artifacts / 'settings-chat-text-size.png', SMALLEST, for_readme=True)
     w.commit()
     assert saved_prefs['chat_text_size'] == 130
     w.close()
@@ -530,7 +522,7 @@ def test_a_library_custom_columns(qapp, artifacts, library, saved_prefs):
     for i, tab in enumerate(TABS):
         if tab in ('book-fields', 'sent-to-the-ai', 'save-to-book'):
             w.tabs.setCurrentIndex(i)
-            shoot(qapp, d, artifacts / f'settings-{tab}-library.png')
+            shoot(d, artifacts / f'settings-{tab}-library.png', SMALLEST)
     d.accept()
     assert d.result() == QDialog.DialogCode.Accepted
     assert saved_prefs['book_fields'] == ['series'] and saved_prefs['book_custom_fields'] == {
@@ -593,7 +585,7 @@ def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
     def cancel(box):
         texts.append(box.text() + '\n' + box.informativeText())
         box.resize(box.sizeHint())
-        shoot(qapp, box, artifacts / 'settings-forget-confirmation.png')
+        shoot(box, artifacts / 'settings-forget-confirmation.png', SMALLEST)
         box.button(box.StandardButton.Cancel).click()
 
     click_through(qapp, w.sent_tab.forget_button, cancel)
@@ -611,7 +603,7 @@ def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
     assert w.sent_tab.forgotten.text().startswith('Forgotten. API keys: 1; conversations: ')
     assert w.provider_tab.provider_box.currentText().endswith('needs setting up')
     assert w.provider_tab.config_widgets['openai'].editors['api_key'].placeholderText() == 'Paste your key here'
-    shoot(qapp, d, artifacts / 'settings-forgotten.png')
+    shoot(d, artifacts / 'settings-forgotten.png', SMALLEST)
     d.reject()
     assert secret_store().get('openai', 'api_key') == ''
 
@@ -623,7 +615,6 @@ def test_covers_tab(qapp, saved_prefs, artifacts):
     from calibre_plugins.bookai.covers.styles import saved_styles
     from calibre_plugins.bookai.providers.base import Capability
     from calibre_plugins.bookai.providers.registry import provider_class
-    from helpers.project import PROJECT
     saved_prefs['provider'] = 'ollama'
     saved_prefs['image_provider'] = ''
     saved_prefs['providers'] = dict(saved_prefs['providers'], openai_compatible={'base_url': 'http://127.0.0.1:7860/v1'})
@@ -663,9 +654,7 @@ def test_covers_tab(qapp, saved_prefs, artifacts):
     w.covers_tab.at_once_box.setValue(6)
     w.covers_tab.undo_days_box.setValue(7)
     d.resize(800, 680)  # the whole tab, for the README
-    shoot(qapp, d, artifacts / 'settings-covers.png')
-    (PROJECT / 'docs' / 'screenshots').mkdir(parents=True, exist_ok=True)
-    shutil.copy(artifacts / 'settings-covers.png', PROJECT / 'docs' / 'screenshots' / 'settings-covers.png')
+    shoot(d, artifacts / 'settings-covers.png', SMALLEST, for_readme=True)
     d.accept()
     assert d.result() == QDialog.DialogCode.Accepted
     assert saved_prefs['provider'] == 'ollama' and saved_prefs['image_provider'] == 'openai_compatible'

@@ -2,10 +2,16 @@
 """What Book AI's windows need of calibre's main window, for windows tested in this process
 (offscreen, with the qapp fixture), and a wait on Qt's events."""
 
+import shutil
 import time
+from pathlib import Path
 from typing import Callable
 
 from qt.core import QApplication, QEventLoop, QWidget
+
+from helpers.project import PROJECT
+
+SCREENSHOTS = PROJECT / 'docs' / 'screenshots'  # what the README shows
 
 
 class ViewAction:
@@ -16,6 +22,19 @@ class ViewAction:
 
     def view_format_by_id(self, book_id: int, fmt: str, open_at: str | None = None) -> None:
         self.opened.append((book_id, fmt, open_at))
+
+
+class ViewerWebView:
+    current_cfi = ''  # the viewer's place: none that maps to the book's text
+
+
+class StandInViewer:
+    """What Book AI's Ask AI panel needs of calibre's E-book viewer: the book open (the path of its
+    file, its title and authors) and the web view showing it, at no place that maps to its text."""
+
+    def __init__(self, path, title: str = 'Quick Start Guide', authors: tuple[str, ...] = ('John Schember',)):
+        self.current_book_data = {'pathtoebook': str(path), 'metadata': {'title': title, 'authors': list(authors)}}
+        self.web_view = ViewerWebView()
 
 
 def stand_in_gui(job_manager: bool = False) -> QWidget:
@@ -40,3 +59,14 @@ def wait_until(condition: Callable[[], object], timeout: float = 120,
         if time.monotonic() > end:
             raise AssertionError(f'timed out waiting after {timeout:g} s' + (f': {state()!r}' if state else ''))
         time.sleep(0.005)
+
+
+def shoot(widget: QWidget, path: Path, smallest: int, for_readme: bool = False) -> None:
+    """widget as the reader sees it, saved at path; a picture smaller than smallest bytes is taken for
+    an empty one. for_readme: kept in docs/screenshots too, where the README shows it."""
+    QApplication.processEvents()
+    assert widget.grab().save(str(path))
+    assert path.stat().st_size > smallest, f'{path} looks empty'
+    if for_readme:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, SCREENSHOTS / path.name)

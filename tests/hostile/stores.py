@@ -270,10 +270,7 @@ class HistoryFile(FileSurface):
         h = History(str(where / 'history'))
         listed = h.summaries('lib')
         shown = [t for s in listed for t in (s.title, s.provider, s.model)]
-        said = [h.unreadable] if h.unreadable else []
-        if h.damaged:  # as the History window says it (main_window/history_window.py)
-            said.append('Some saved conversations could not be read. They were kept, set aside, as: '
-                        + ', '.join(h.damaged))
+        said = history_said(h)
         try:
             conv = h.load('lib', 'conv-1')
         except ValueError as e:
@@ -293,6 +290,17 @@ class HistoryFile(FileSurface):
         return seen
 
 
+def history_said(h: Any) -> list[str]:
+    """What the reader is told of a History (conversation.history.History) once it was read: a
+    folder that cannot be, and the damaged files set aside, as the History window says it
+    (main_window/history_window.py)."""
+    said = [h.unreadable] if h.unreadable else []
+    if h.damaged:
+        said.append('Some saved conversations could not be read. They were kept, set aside, as: '
+                    + ', '.join(h.damaged))
+    return said
+
+
 class HistorySearched(HistoryFile):
     """The same conversation searched (History.search, as the History window's search box and
     "history search" do), then exported by its id as Markdown and as HTML (conversation/export.py,
@@ -304,10 +312,7 @@ class HistorySearched(HistoryFile):
         h = History(str(where / 'history'))
         found = h.search('lib', 'rains book')
         shown = [t for s in found for t in (s.title, s.model, *s.books)]
-        said = [h.unreadable] if h.unreadable else []
-        if h.damaged:  # as the History window says it (main_window/history_window.py)
-            said.append('Some saved conversations could not be read. They were kept, set aside, as: '
-                        + ', '.join(h.damaged))
+        said = history_said(h)
         try:
             conv = h.load('lib', 'conv-1')
         except ValueError as e:  # as "history export" says it (cli.py)

@@ -8,7 +8,6 @@ Apply selected, Apply all and Discard."""
 import base64
 import json
 import os
-import shutil
 import time
 
 import pytest
@@ -20,12 +19,10 @@ from calibre_plugins.bookai.covers.bulk import staged_runs
 from calibre_plugins.bookai.covers.undo import CoverUndo
 from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
 from calibre_plugins.bookai.main_window import cover_actions as covers
-from helpers.calibre_gui import stand_in_gui, wait_until
+from helpers.calibre_gui import shoot, stand_in_gui, wait_until
 from helpers.library import make_library
-from helpers.project import PROJECT
 from helpers.scripted_server import Reply, ScriptedServer
 
-SCREENSHOTS = PROJECT / 'docs' / 'screenshots'
 LIGHTHOUSE, ORCHARD, ALMANAC, GUIDE = 1, 2, 3, 4
 TITLES = {LIGHTHOUSE: 'The Keeper of the Lighthouse', ORCHARD: 'The Quince Orchard: A "Tale"',
           ALMANAC: 'The Parish Almanac'}
@@ -198,14 +195,6 @@ def cover_size(data):
     return image.width(), image.height()
 
 
-def shoot(widget, path):
-    QApplication.processEvents()
-    assert widget.grab().save(str(path))
-    assert path.stat().st_size > 15_000, f'{path} looks empty'
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    shutil.copy(path, SCREENSHOTS / path.name)
-
-
 def test_use_this_cover_then_undo(qapp, prefs, books, said):
     new = png('#8e44ad')
     with ScriptedServer([image_reply(new)]) as server:
@@ -296,7 +285,7 @@ def test_many_books_with_a_failure_in_the_middle(qapp, prefs, books, said, artif
         assert w.thumbs[(GUIDE, 'old')].pixmap().height() == covers.THUMB_SIDE
         assert 'Cost of the covers made: no cost: runs on this computer' in w.failures.text()
         w.resize(760, 640)
-        shoot(w, artifacts / 'cover-review.png')
+        shoot(w, artifacts / 'cover-review.png', 15_000, for_readme=True)
         # Apply selected: only the one ticked
         w.boxes[GUIDE].setChecked(False)
         staging = w.run.staging_dir

@@ -3,26 +3,22 @@
 the words are typed (and says when nothing matches), and Export… writes the selected
 conversations as Markdown or HTML, privately and whole, where the file dialog says."""
 
-import shutil
 import stat
 
 import pytest
 from qt.core import QApplication
 
 from calibre_plugins.bookai.conversation.books import BookInfo
-from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.prompts import numbered_block
-from calibre_plugins.bookai.core.messages import Answer, Done, TextDelta, WebLink
+from calibre_plugins.bookai.core.messages import WebLink
 from calibre_plugins.bookai.grounding.scopes import Place
 from calibre_plugins.bookai.main_window import history_window
 from calibre_plugins.bookai.main_window.history_window import HistoryWindow
 from helpers.books import quick_start_epub
-from helpers.calibre_gui import wait_until
-from helpers.project import PROJECT
-
-SCREENSHOTS = PROJECT / 'docs' / 'screenshots'
+from helpers.calibre_gui import shoot, wait_until
+from helpers.conversations import answered
 
 
 @pytest.fixture
@@ -33,13 +29,8 @@ def books(sandbox, tmp_path):
 
 
 def keep(library, book_id, title, authors, question, answer, asked, places=(), passages='', links=()):
-    conv = Conversation([BookInfo(book_id, title, authors)], library.library_id, created=asked - 30)
-    conv.ask(question, passages, places=places)
-    reply = Answer()
-    reply.add(TextDelta(answer))
-    reply.add(Done(model='gpt-5-mini', web_links=links))
-    conv.finish(reply, 'openai')
-    conv.turns[-1].asked = asked
+    conv = answered(BookInfo(book_id, title, authors), library.library_id, question, answer, asked, asked - 30,
+                    places=places, passages=passages, links=links)
     library.history.save(conv)
     return conv
 
@@ -103,7 +94,7 @@ def test_export_writes_the_selected_conversations_privately(qapp, books, tmp_pat
     assert not w.export_button.isEnabled()
     w.list.selectAll()
     assert w.export_button.isEnabled()
-    shoot(w, artifacts / 'history.png')
+    shoot(w, artifacts / 'history.png', 10_000, for_readme=True)
     w.export_button.click()
     assert asked == [('Export 2 conversations', [['md'], ['html']], 'Book_AI_conversations.md')]
     out = tmp_path / 'out' / 'history.html'
@@ -140,11 +131,3 @@ def test_export_into_a_folder_that_cannot_be_written_says_so(qapp, books, tmp_pa
     assert len(said) == 1 and said[0].startswith('The conversations could not be saved in ')
     assert (tmp_path / 'gone').read_text() == 'a file where the folder should be'
     w.close()
-
-
-def shoot(widget, path):
-    QApplication.processEvents()
-    assert widget.grab().save(str(path))
-    assert path.stat().st_size > 10_000, f'{path} looks empty'
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    shutil.copy(path, SCREENSHOTS / path.name)

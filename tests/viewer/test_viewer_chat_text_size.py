@@ -1,31 +1,20 @@
 # License: GPLv3 Copyright: the Book AI developers
 """The chat's text size in the E-book viewer's Ask AI panel: as the settings say when the panel
 opens, and at once when the reader changes it in the settings opened from the panel. The panel
-is Book AI's real one, around a stand-in for the viewer (as in test_viewer_no_place.py)."""
+is Book AI's real one, around a stand-in for the viewer (helpers.calibre_gui.StandInViewer)."""
 
 import pytest
 from qt.core import QApplication, QTimer
 
 from helpers.books import quick_start_epub
-
-
-class WebView:
-    current_cfi = ''
-
-
-class Viewer:
-
-    def __init__(self, path):
-        self.current_book_data = {'pathtoebook': str(path), 'metadata': {'title': 'Quick Start Guide',
-                                                                          'authors': ['John Schember']}}
-        self.web_view = WebView()
+from helpers.calibre_gui import StandInViewer
 
 
 def test_the_viewer_panels_chat_follows_the_text_size(qapp, prefs, artifacts):
     from calibre_plugins.bookai.viewer.panel import AskPanel
     prefs['provider'] = ''
     prefs['chat_text_size'] = 115
-    panel = AskPanel(Viewer(quick_start_epub()))
+    panel = AskPanel(StandInViewer(quick_start_epub()))
     panel.resize(420, 600)
     panel.show()
     qapp.processEvents()

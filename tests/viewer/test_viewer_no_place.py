@@ -8,21 +8,9 @@ is Book AI's real one, around a stand-in for the viewer that shows no place
 import pytest
 
 from helpers.books import quick_start_epub
-from helpers.calibre_gui import wait_until
+from helpers.calibre_gui import StandInViewer, wait_until
 from helpers.peers import use_server
 from helpers.scripted_server import ScriptedServer
-
-
-class WebView:
-    current_cfi = ''  # the viewer's place: none that maps to the book's text
-
-
-class Viewer:
-
-    def __init__(self, path):
-        self.current_book_data = {'pathtoebook': str(path), 'metadata': {'title': 'Quick Start Guide',
-                                                                          'authors': ['John Schember']}}
-        self.web_view = WebView()
 
 
 @pytest.mark.parametrize('scope, retrieval', [('position', 'bm25'), ('chapter', 'bm25'), ('position', 'embeddings')])
@@ -32,7 +20,7 @@ def test_with_no_place_known_the_viewer_sends_nothing(qapp, prefs, scope, retrie
     with ScriptedServer([]) as server:  # records every request: none may carry the book
         use_server(prefs, server.url)
         prefs['retrieval'] = retrieval
-        panel = AskPanel(Viewer(quick_start_epub()))
+        panel = AskPanel(StandInViewer(quick_start_epub()))
         p = panel.panel
         p.scope_row.box.setCurrentIndex(p.scope_row.box.findData(scope))
         p.question.setPlainText('What happens next?')

@@ -10,22 +10,10 @@ import json
 from qt.core import QUrl
 
 from helpers.books import quick_start_epub
-from helpers.calibre_gui import wait_until
+from helpers.calibre_gui import StandInViewer, wait_until
 from helpers.scripted_server import Reply, ScriptedServer
 
 NOTICE = 'AI generated answers can be inaccurate, please verify any answers before acting on them.'
-
-
-class WebView:
-    current_cfi = ''
-
-
-class Viewer:
-
-    def __init__(self, path):
-        self.current_book_data = {'pathtoebook': str(path), 'metadata': {'title': 'Quick Start Guide',
-                                                                          'authors': ['John Schember']}}
-        self.web_view = WebView()
 
 
 def stream(text, title, url):
@@ -56,7 +44,7 @@ def test_the_viewer_panel_shows_the_sources_and_the_notice(qapp, prefs, monkeypa
             prefs['providers'] = {'openai': {'base_url': server.url + '/v1', 'model': 'gpt-5-mini', 'web_search': True}}
             prefs['provider'] = 'openai'
             prefs['confirm_send'] = 'never'
-            panel = AskPanel(Viewer(quick_start_epub()))
+            panel = AskPanel(StandInViewer(quick_start_epub()))
             panel.resize(420, 640)
             panel.show()
             p = panel.panel
