@@ -25,7 +25,7 @@ from html import escape
 from calibre_plugins.bookai.conversation.conversation import Conversation, Turn
 from calibre_plugins.bookai.conversation.history import book_line
 from calibre_plugins.bookai.conversation.prompts import passage_texts
-from calibre_plugins.bookai.conversation.render import FENCE, closes, is_safe, markdown_to_html
+from calibre_plugins.bookai.conversation.render import CODE, OPENS, TEXT, fenced, is_safe, markdown_to_html
 from calibre_plugins.bookai.core.printable import inert, one_line
 from calibre_plugins.bookai.core.web_links import is_web_address, kept_links, shown_address, site
 from calibre_plugins.bookai.grounding.citations import cited_numbers, repeated_passages
@@ -143,18 +143,10 @@ def inert_markdown(text: str) -> str:
     """An answer's Markdown, as a Markdown file may hold it: inert (control characters shown), raw
     HTML escaped and unsafe links left as words outside code blocks (inside them, shown as text by
     every renderer)."""
-    out, fence = [], None
-    for line in inert(text).splitlines():
-        m = FENCE.match(line)
-        if fence is not None:
-            if closes(fence, m, line):
-                fence = None
-        elif m:
-            fence = m.group(1)[0] * 3
-        else:
-            line = inert_line(line)
-        out.append(line)
-    if fence is not None:
+    out, where, fence = [], TEXT, ''
+    for line, where, fence in fenced(inert(text).splitlines()):
+        out.append(inert_line(line) if where == TEXT else line)
+    if where in (OPENS, CODE):
         out.append(fence)  # an unclosed block would swallow what follows it
     return '\n'.join(out)
 

@@ -12,7 +12,7 @@ rendered again as more text arrives.
 """
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from html import escape
 from typing import TYPE_CHECKING
 
@@ -77,10 +77,34 @@ def is_safe(url: str) -> bool:
 TABLE = '<table border="1" cellspacing="0" cellpadding="4" style="border-collapse: collapse">'
 
 
+TEXT, OPENS, CODE, CLOSES = 'text', 'opens', 'code', 'closes'  # where a line is, as fenced() tells
+
+
 def closes(fence: str, m: 're.Match[str] | None', line: str) -> bool:
     """Whether line (m: FENCE's match of it) ends the code block fence opened: the same
     character, at least as many, and nothing after them."""
     return m is not None and m.group(1).startswith(fence) and not line.strip()[len(m.group(1)):]
+
+
+def fenced(lines: Iterable[str]) -> Iterator[tuple[str, str, str]]:
+    """(line, where, fence) for each of lines: where is TEXT outside fenced code, OPENS for the line
+    that opens a block, CODE inside it, CLOSES for the line that ends it; fence is the block's
+    (three of its character: what closes it), '' outside. The one walk over fenced code blocks
+    that rendering, streaming and export share."""
+    fence = ''
+    for line in lines:
+        m = FENCE.match(line)
+        if fence:
+            if closes(fence, m, line):
+                yield line, CLOSES, fence
+                fence = ''
+            else:
+                yield line, CODE, fence
+        elif m:
+            fence = m.group(1)[0] * 3
+            yield line, OPENS, fence
+        else:
+            yield line, TEXT, ''
 
 
 LIST_ITEM = re.compile(r'(?:\d{1,9}[.)]|[-*+])[ \t]')
@@ -91,18 +115,13 @@ def nested_lists(text: str) -> str:
     """text with the lines under a list item indented by 1 to 3 spaces indented by 4, as
     python-markdown wants them: models write nested items the CommonMark way ("1. x" then
     "   - y"), which python-markdown would otherwise read as a new list after each item."""
-    out, fence, in_list = [], None, False
-    for line in text.splitlines(keepends=True):
-        m = FENCE.match(line)
-        if fence is not None:
-            if closes(fence, m, line):
-                fence = None
-        elif m:
-            fence = m.group(1)[0] * 3
-        elif line.strip() and not line[0].isspace():
-            in_list = bool(LIST_ITEM.match(line))
-        elif in_list and (shallow := SHALLOW.match(line)):
-            line = '    ' + line[shallow.end():]
+    out, in_list = [], False
+    for line, where, _fence in fenced(text.splitlines(keepends=True)):
+        if where == TEXT:
+            if line.strip() and not line[0].isspace():
+                in_list = bool(LIST_ITEM.match(line))
+            elif in_list and (shallow := SHALLOW.match(line)):
+                line = '    ' + line[shallow.end():]
         out.append(line)
     return ''.join(out)
 
@@ -137,25 +156,16 @@ def stable_end(text: str) -> int:
     """The length of the leading part of text made of finished blocks: up to the last
     blank line (outside a code fence) that is followed by an unindented line, so that
     a block cannot change once it is rendered. 0 when nothing is finished yet."""
-    end = 0
-    fence = None
-    pos = 0
-    previous_blank = False
-    for line in text.splitlines(keepends=True):
+    end = pos = 0
+    previous_blank = in_code = False
+    for line, where, _fence in fenced(text.splitlines(keepends=True)):
         if not line.endswith('\n'):  # a line still arriving: if it starts a new block, the one before is done
-            if fence is None and previous_blank and not line[0].isspace():
+            if not in_code and previous_blank and not line[0].isspace():
                 end = pos
             break
-        m = FENCE.match(line)
-        if fence is None:
-            if m:
-                if previous_blank:
-                    end = pos
-                fence = m.group(1)[0] * 3
-            elif line.strip() and previous_blank and not line[0].isspace():
-                end = pos
-        elif closes(fence, m, line):
-            fence = None
-        previous_blank = not line.strip() and fence is None
+        if previous_blank and (where == OPENS or where == TEXT and line.strip() and not line[0].isspace()):
+            end = pos
+        in_code = where in (OPENS, CODE)
+        previous_blank = not line.strip() and not in_code
         pos += len(line)
     return end
