@@ -264,10 +264,10 @@ def cmd_providers(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     current = plugin_prefs()['provider']
     for name in PROVIDERS:
         p = provider_named(name)
-        problem = p.missing_setup()
+        problem = p.config.missing_setup()
         mark = '*' if name == current else ' '
         state = _('ready') if not problem else problem
-        where = _('local') if p.is_local else _('online')
+        where = _('local') if p.connection.is_local else _('online')
         say(stdout, f'{mark} {name:18} {p.display_name} ({where}): {state}')
         options = ', '.join(o.name for o in p.all_options() if o.name not in ('api_key', 'enabled'))
         say(stdout, '    ' + _('options: {options}').format(options=options))
@@ -278,7 +278,7 @@ def cmd_providers(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
 
 def cmd_models(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     p = provider_named(args.provider)
-    if problem := p.missing_setup():
+    if problem := p.config.missing_setup():
         raise Exit(NOT_CONFIGURED, problem)
     try:
         models = p.models(refresh=args.refresh)
@@ -319,12 +319,12 @@ def cmd_configure(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         providers[p.name] = dict(providers.get(p.name, {}), **values)
         prefs['providers'] = providers  # a damaged file is set aside first
     if args.forget_key:
-        with written(p.secrets.config):
-            p.secrets.delete(p.name, 'api_key')
+        with written(p.config.secrets.config):
+            p.config.secrets.delete(p.name, 'api_key')
     if key is not None:
         try:
-            with written(p.secrets.config):
-                p.secrets.set(p.name, 'api_key', key)
+            with written(p.config.secrets.config):
+                p.config.secrets.set(p.name, 'api_key', key)
         except StoreError:
             raise Exit(NOT_CONFIGURED, not_kept(p.display_name)) from None
     if args.use or not prefs['provider']:
@@ -332,7 +332,7 @@ def cmd_configure(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
             prefs['provider'] = p.name
     settings_problems(sys.stderr, told)
     configured = provider_named(p.name)
-    problem = configured.missing_setup()
+    problem = configured.config.missing_setup()
     say(stdout, problem or _('{provider} is ready.').format(provider=configured.display_name))
     if prefs['provider'] == p.name:
         say(stdout, _('Answers come from {provider}.').format(provider=configured.display_name))
@@ -591,7 +591,7 @@ def provider_for(args: argparse.Namespace) -> AIProviderPlugin:
     provider = provider_named(args.provider) if args.provider else chosen_provider()
     if provider is None:
         raise Exit(NOT_CONFIGURED, _('No provider is chosen yet: "configure PROVIDER ... --use" chooses one.'))
-    if problem := provider.missing_setup():
+    if problem := provider.config.missing_setup():
         raise Exit(NOT_CONFIGURED, problem)
     return provider
 
@@ -818,7 +818,7 @@ def cover_summary(provider: AIProviderPlugin, result: 'ImageResult') -> str:
     """"Model: … · This image: …": the cost said as every cost is (providers.pricing.cost_text):
     reported, estimated from dated prices, or unknown (never free), unless made on this computer."""
     from calibre_plugins.bookai.covers.making import image_summary  # the cover commands only
-    return image_summary(result, provider.is_local, provider.display_name)
+    return image_summary(result, provider.connection.is_local, provider.display_name)
 
 
 # history {{{

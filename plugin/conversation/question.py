@@ -30,7 +30,7 @@ from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook
 from calibre_plugins.bookai.grounding.index import Index
 from calibre_plugins.bookai.grounding.library_search import LibraryExcerpt, library_excerpt
 from calibre_plugins.bookai.grounding.scopes import Excerpt, Place, excerpt
-from calibre_plugins.bookai.providers.base import Capability
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class Question:
 def by_meaning(provider: 'AIProviderPlugin', scope: str) -> bool:
     """Whether passages are ranked by meaning too: as the settings say, for the scopes that rank,
     with a provider on this computer that embeds (an online one would get the whole book)."""
-    return (scope in ('position', 'book') and plugin_prefs()['retrieval'] == 'embeddings' and provider.is_local
+    return (scope in ('position', 'book') and plugin_prefs()['retrieval'] == 'embeddings' and provider.connection.is_local
             and bool(provider.capabilities & Capability.EMBEDDINGS))
 
 

@@ -28,7 +28,7 @@ from calibre_plugins.bookai.core.messages import Cost, Usage
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.covers.prompt import CoverChoices, cover_prompts
 from calibre_plugins.bookai.providers import pricing
-from calibre_plugins.bookai.providers.base import Capability
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.pricing import cost_text
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def provider_problem(provider: 'AIProviderPlugin | None') -> str:
         from calibre_plugins.bookai.providers.registry import image_provider_names  # on use, as above
         return _('{provider} cannot make images. These can: {names}.').format(
             provider=provider.display_name, names=', '.join(n for _pid, n in image_provider_names()))
-    missing = provider.missing_setup()
+    missing = provider.config.missing_setup()
     if missing:
         return _('{provider} makes the covers, but it is not ready: {problem}').format(
             provider=provider.display_name, problem=missing)
@@ -69,7 +69,7 @@ def provider_problem(provider: 'AIProviderPlugin | None') -> str:
 def image_model_shown(provider: 'AIProviderPlugin') -> str:
     """The image model the provider will use, as set, else its default; '' when it chooses
     (read from the settings only: nothing is asked of the service)."""
-    return (str(provider.option('image_model') or '')).strip() or provider.default_image_model
+    return (str(provider.config.option('image_model') or '')).strip() or provider.default_image_model
 
 # }}}
 
@@ -159,7 +159,7 @@ def price_per_image(provider: 'AIProviderPlugin', aspect: str) -> Cost | None:
 
 def price_sentence(provider: 'AIProviderPlugin', aspect: str, count: int = 1) -> str:
     """The price of one image (and of count images), in a sentence: estimated, or unknown."""
-    if provider.is_local:
+    if provider.connection.is_local:
         return _('It runs on this computer: no cost.')
     price = price_per_image(provider, aspect)
     if price is None:

@@ -56,7 +56,8 @@ from calibre_plugins.bookai.conversation.actions import action_name
 from calibre_plugins.bookai.core.files import is_regular
 from calibre_plugins.bookai.core.limits import TooComplex, load_json
 from calibre_plugins.bookai.core.web_links import shown_address
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.options import checked_header, quoted
 from calibre_plugins.bookai.providers.registry import PROVIDERS, provider_class
 from calibre_plugins.bookai.settings.prefs import plugin_prefs, read_settings_file

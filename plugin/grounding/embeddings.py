@@ -66,7 +66,7 @@ class EmbeddingIndex:
         """The passages embedded by provider (with model, else its embedding model), in the
         provider's batches, progress(done, total) called after each batch. Raises
         ProviderError, or Cancelled on Stop."""
-        model = model or provider.embedding_model(cancel)
+        model = model or provider.embedding.model(cancel)
         texts = [text_for(p.text) for p in passages]
         vectors = provider.embed(texts, model, cancel, progress) if texts else []  # no passage: nothing asked
         return cls(model, vectors, [p.end for p in passages])

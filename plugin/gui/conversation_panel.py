@@ -180,7 +180,7 @@ class ConversationPanel(QWidget):
         return self.conv.model or (provider.display_name if provider else _('Assistant'))
 
     def provider_problem(self, provider: 'AIProviderPlugin | None') -> str:
-        return _('No AI provider is chosen yet.') if provider is None else provider.missing_setup()
+        return _('No AI provider is chosen yet.') if provider is None else provider.config.missing_setup()
 
     def intro_html(self) -> str:
         provider = self.provider
@@ -218,8 +218,8 @@ class ConversationPanel(QWidget):
         parts = []
         if provider is not None:
             parts.append(provider.display_name)
-            parts.append(self.conv.model or provider.option('model') or _('model chosen automatically'))
-            usage = usage_text(self.conv.total_usage(), provider.is_local)
+            parts.append(self.conv.model or provider.config.option('model') or _('model chosen automatically'))
+            usage = usage_text(self.conv.total_usage(), provider.connection.is_local)
             if usage:
                 parts.append(usage)
         self.status.setText(' · '.join(parts))
@@ -385,7 +385,7 @@ class ConversationPanel(QWidget):
             self.show_notice(notice)
         consent = bool(question.passages) and needs_consent(self.books_key(), provider)
         if consent or needs_confirmation(provider, self.conv):
-            model = self.conv.model or provider.option('model')
+            model = self.conv.model or provider.config.option('model')
             d = PreviewDialog(provider, model, question.messages(self.conv), confirm=True,
                               passages=len(question.places) if consent else 0, parent=self)
             if d.exec() != QDialog.DialogCode.Accepted:
@@ -518,7 +518,7 @@ class ConversationPanel(QWidget):
             return self.show_notice(_('No AI provider is chosen yet.') + ' ' + _(
                 'Nothing is sent anywhere until you set one up.'))
         question = self.question.toPlainText().strip() or _('(your question)')
-        model = self.conv.model or provider.option('model')
+        model = self.conv.model or provider.config.option('model')
         messages = Question(question).messages(self.conv)
         if self.scope != 'metadata':
             self.show_notice(_('Passages of the book are chosen for each question when it is sent, and shown '

@@ -43,7 +43,7 @@ from calibre_plugins.bookai.covers.prompt import (
 from calibre_plugins.bookai.gui.image_decoding import qimage
 from calibre_plugins.bookai.gui.preview import destination
 from calibre_plugins.bookai.gui.worker import run_in_thread
-from calibre_plugins.bookai.providers.base import Capability
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.pricing import cost_text, total_cost
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
@@ -648,7 +648,7 @@ class CoverDialog(CoverWindow):
 
     def show_status(self) -> None:
         """The model, this image's cost, the total since the window opened; the note, above."""
-        local = self.provider is not None and self.provider.is_local
+        local = self.provider is not None and self.provider.connection.is_local
         r = self.image_result
         parts = [image_summary(r, local)] if r is not None else []
         if len(self.costs) > 1:
@@ -673,7 +673,7 @@ class CoverDialog(CoverWindow):
         self.change_edit.clear()
         self.choices.prompt_edit.setPlainText(styles.style_by_name(self.choices.style_key).template)
         self.status.setText(_('Total since this window opened: {cost}').format(cost=cost_text(
-            total_cost(self.costs), self.provider is not None and self.provider.is_local)) if self.costs else '')
+            total_cost(self.costs), self.provider is not None and self.provider.connection.is_local)) if self.costs else '')
         self.update_state()
 
     def preview_request(self) -> tuple[PromptFor, Image | None, CoverChoices]:

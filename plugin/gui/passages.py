@@ -80,7 +80,7 @@ def consent_key(books: str, provider: 'AIProviderPlugin') -> str:
 def needs_consent(books: str, provider: 'AIProviderPlugin') -> bool:
     """Whether the reader must see and confirm book text before it goes to provider. books: which
     book(s) the text is from (Grounding.key, or the library's for passages found across it)."""
-    if provider.is_local:
+    if provider.connection.is_local:
         return False
     return consent_key(books, provider) not in plugin_prefs()['book_text_consent']
 
@@ -126,7 +126,7 @@ class ScopeRow(QWidget):
     def show_destination(self, provider: 'AIProviderPlugin | None') -> None:
         if self.scope == 'metadata':
             text = _('Only the book\'s details are sent.')
-        elif provider is not None and provider.is_local:
+        elif provider is not None and provider.connection.is_local:
             text = _('Local: the book\'s text stays on this computer.')
         elif provider is not None and not needs_consent(self.grounding.key, provider):
             text = _('Passages go to {provider} without asking: you said so for this book.').format(

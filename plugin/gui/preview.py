@@ -34,9 +34,9 @@ def role_name(role: Role | str) -> str:
 
 def destination(provider: 'AIProviderPlugin') -> str:
     """Where the messages go, in words."""
-    if provider.is_local:
+    if provider.connection.is_local:
         return _('{provider}, on this computer').format(provider=provider.display_name)
-    host = site(provider.base_url) or shown_address(provider.base_url)  # a look-alike as punycode, no user:password@
+    host = site(provider.config.base_url) or shown_address(provider.config.base_url)  # a look-alike as punycode, no user:password@
     return _('{provider}, at {host}').format(provider=provider.display_name, host=host)
 
 
@@ -50,7 +50,7 @@ def summary_html(provider: 'AIProviderPlugin', model: str, messages: Sequence[Me
     if prices is not None:
         cost += ' ' + _('Sending them costs about ${amount}, plus the answer.').format(
             amount=f'{tokens * prices[0] / 1_000_000:.4f}')
-    elif not provider.is_local:
+    elif not provider.connection.is_local:
         cost += ' ' + _('The cost of this model is not known to Book AI.')
     lines.append(escape(cost))
     if passages:
@@ -98,7 +98,7 @@ class PreviewDialog(QDialog):
             self.dont_ask = QCheckBox(_('Don\'t ask again before sending this book\'s text to {provider}').format(
                 provider=self.provider.display_name), self)
             layout.addWidget(self.dont_ask)
-        if self.confirm and not self.provider.is_local:
+        if self.confirm and not self.provider.connection.is_local:
             row = QHBoxLayout()
             row.addWidget(QLabel(_('Show this before sending:'), self))
             self.policy = QComboBox(self)
@@ -132,7 +132,7 @@ def policy_choices() -> tuple[tuple[str, str], ...]:
 
 def needs_confirmation(provider: 'AIProviderPlugin', conversation: Conversation) -> bool:
     """Whether to show what will be sent, and ask, before this conversation's next question."""
-    if provider.is_local:
+    if provider.connection.is_local:
         return False
     policy = plugin_prefs()['confirm_send']
     return policy == 'always' or (policy == 'first' and not any(t.answered for t in conversation.turns))

@@ -89,7 +89,7 @@ class ProviderConfigWidget(QWidget):
         about = QLabel(p.description, self)
         about.setWordWrap(True)
         outer.addWidget(about)
-        if p.is_local:
+        if p.connection.is_local:
             local = QLabel(_('Runs on this computer: nothing you send leaves it.'), self)
             outer.addWidget(local)
         form = QFormLayout()
@@ -110,13 +110,13 @@ class ProviderConfigWidget(QWidget):
             form.addRow('', problem)
             self.watch(option)
             if option.kind == 'secret':
-                self.key_place = QLabel(p.secrets.where(), self)
+                self.key_place = QLabel(p.config.secrets.where(), self)
                 self.key_place.setWordWrap(True)
                 form.addRow('', self.key_place)
         for option in p.all_options():
             if option.fills and option.fills in self.editors:
                 self.connect_filler(option)
-        for option, problem in unusable_values(p.all_options(), p.settings):  # saved, and cannot be used
+        for option, problem in unusable_values(p.all_options(), p.config.settings):  # saved, and cannot be used
             self.show_problem(option.name, problem)
         self.model_picker: ModelPicker | None = self.editors.get('model')
         self.chooser: ModelChooser | None = None  # the model chooser, while it is open
@@ -175,11 +175,11 @@ class ProviderConfigWidget(QWidget):
 
     def editor_for(self, option: Option) -> QWidget:
         """The field that edits option, showing its value."""
-        value = self.provider.option(option.name) if option.kind != 'secret' else ''
+        value = self.provider.config.option(option.name) if option.kind != 'secret' else ''
         if option.kind == 'secret':
             e = QLineEdit(self)
             e.setEchoMode(QLineEdit.EchoMode.Password)
-            e.setPlaceholderText(_('A key is stored: type to replace it') if self.provider.api_key
+            e.setPlaceholderText(_('A key is stored: type to replace it') if self.provider.config.api_key
                                  else _('Paste your key here'))
             return e
         if option.kind == 'bool':
@@ -259,7 +259,7 @@ class ProviderConfigWidget(QWidget):
         """A provider built from what the widget shows, to test before saving."""
         values = self.values()
         settings = {k: v for k, v in values.items() if k != 'api_key'}
-        settings['api_key'] = values.get('api_key') or self.provider.api_key
+        settings['api_key'] = values.get('api_key') or self.provider.config.api_key
         return type(self.provider)(settings=settings)
 
     def commit(self) -> None:
@@ -276,7 +276,7 @@ class ProviderConfigWidget(QWidget):
         prefs['providers'] = providers
         if isinstance(key, str) and key:
             try:
-                self.provider.secrets.set(self.provider.name, 'api_key', key)
+                self.provider.config.secrets.set(self.provider.name, 'api_key', key)
             except StoreError as e:
                 from calibre.gui2 import error_dialog  # looked up when called, so that a test can stand in for it
                 error_dialog(self, _('The key was not saved'), not_kept(self.provider.display_name),

@@ -15,7 +15,7 @@ from qt.core import (
 
 from calibre_plugins.bookai.gui.settings_provider_tab import ProviderSettingsDialog, ProviderTab, provider_text
 from calibre_plugins.bookai.gui.settings_tab import CheckedEditor, SettingsTab, wrapped_label
-from calibre_plugins.bookai.providers.base import Capability
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.registry import get_provider
 
 if TYPE_CHECKING:
@@ -243,7 +243,7 @@ class CoversTab(SettingsTab):
             self.image_state.setText(_('Nothing is sent to make covers until you choose a provider here.'))
             return
         p = self.provider_tab.providers[name]
-        missing = p.missing_setup()
+        missing = p.config.missing_setup()
         state = (_('{provider} needs setting up: {problem}').format(provider=p.display_name, problem=missing)
                  if missing else _('{provider} is ready.').format(provider=p.display_name))
         self.image_state.setText(state + ' ' + _(

@@ -48,9 +48,9 @@ class ProviderSettingsDialog(QDialog):
 def provider_text(p: AIProviderPlugin) -> str:
     """A provider as the lists of providers name it: local or not, ready or not."""
     text = p.display_name
-    if p.is_local:
+    if p.connection.is_local:
         text += ' ' + _('(local)')
-    state = _('ready') if not p.missing_setup() else _('needs setting up')
+    state = _('ready') if not p.config.missing_setup() else _('needs setting up')
     return f'{text} \u2014 {state}'
 
 
@@ -132,7 +132,7 @@ class ProviderTab(SettingsTab):
         """Say in the list of providers which are ready and, in a tooltip, what the others lack."""
         for i, p in enumerate(self.providers.values()):
             self.provider_box.setItemText(i, provider_text(p))
-            self.provider_box.setItemData(i, p.missing_setup() or _('Ready to use'), Qt.ItemDataRole.ToolTipRole)
+            self.provider_box.setItemData(i, p.config.missing_setup() or _('Ready to use'), Qt.ItemDataRole.ToolTipRole)
 
     @property
     def selected_provider(self) -> str | None:
@@ -158,7 +158,7 @@ class ProviderTab(SettingsTab):
             self.config_pages[name] = scroll
             self.provider_stack.addWidget(scroll)
         self.provider_stack.setCurrentWidget(self.config_pages[name])
-        missing = p.missing_setup()
+        missing = p.config.missing_setup()
         self.provider_status.setText(missing)
         self.provider_status.setVisible(bool(missing))
 

@@ -312,13 +312,13 @@ def make_covers(db: Any, ids: Sequence[int], choices: CoverChoices, provider: 'A
                                                                               title=one_line(outcome.title)))
             if log is not None:
                 if outcome.status == 'made':
-                    log(f'Made: {outcome.title} ({outcome.model}; {cost_text(outcome.cost, provider.is_local)})')
+                    log(f'Made: {outcome.title} ({outcome.model}; {cost_text(outcome.cost, provider.connection.is_local)})')
                 elif outcome.status == 'failed':
                     log(f'Failed: {outcome.title}: {outcome.error}')
 
         outcomes = run_covers(requests, provider, choices.aspect, at_once, staging, cancel, progress,
                               library_id=library_id, library_path=library_path)
-        return JobResult(staging, library_id, library_path, outcomes, provider.is_local, notes)
+        return JobResult(staging, library_id, library_path, outcomes, provider.connection.is_local, notes)
     finally:
         over.set()
         filling.discard(staging)

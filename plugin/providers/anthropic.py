@@ -8,7 +8,8 @@ from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, err
 from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.models import Model, timestamp_of
 from calibre_plugins.bookai.providers.options import Option
 from calibre_plugins.bookai.providers.streaming import StreamState, json_of
@@ -42,14 +43,14 @@ class Anthropic(AIProviderPlugin):
                      ('low', r'claude-haiku-[\w.-]+'))
 
     def auth_headers(self) -> dict[str, str]:
-        return {'x-api-key': self.api_key} if self.api_key else {}
+        return {'x-api-key': self.config.api_key} if self.config.api_key else {}
 
     def extra_headers(self) -> dict[str, str]:
         return {'anthropic-version': API_VERSION}
 
     def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
-        thinking = THINKING_BUDGETS.get(self.option('reasoning_effort'))
-        limit = max_tokens or int(self.option('max_tokens'))
+        thinking = THINKING_BUDGETS.get(self.config.option('reasoning_effort'))
+        limit = max_tokens or int(self.config.option('max_tokens'))
         system = '\n\n'.join(m.text for m in messages if m.role in (Role.SYSTEM, Role.DEVELOPER))
         payload = {'model': model, 'max_tokens': limit, 'stream': True,
                    'messages': [self.message(m, thinking) for m in messages
@@ -59,9 +60,9 @@ class Anthropic(AIProviderPlugin):
         if thinking and not max_tokens:
             payload['thinking'] = {'type': 'enabled', 'budget_tokens': thinking}
             payload['max_tokens'] = max(limit, thinking + 1024)
-        if self.option('web_search'):
+        if self.config.option('web_search'):
             payload['tools'] = [{'type': 'web_search_20250305', 'name': 'web_search', 'max_uses': 5}]
-        return self.request('/messages', payload)
+        return self.connection.request('/messages', payload)
 
     @staticmethod
     def message(m: Message, thinking: int | None) -> dict:
@@ -139,7 +140,7 @@ class Anthropic(AIProviderPlugin):
                                 message=error.get('message', ''), code=etype, model=model)
 
     def models_request(self) -> Request:
-        return self.request('/models?limit=1000')
+        return self.connection.request('/models?limit=1000')
 
     def parse_models(self, data: dict) -> list[Model]:
         return [Model(m['id'], m.get('display_name', ''), timestamp_of(m.get('created_at')), reasoning=True)

@@ -22,7 +22,8 @@ from calibre_plugins.bookai.core.images import Image, ImageResult, image_from_ba
 from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.pricing import count
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.options import Option
@@ -77,7 +78,7 @@ class GoogleGemini(AIProviderPlugin):
                      ('low', r'gemini-[\d.]+-flash-lite'))
 
     def auth_headers(self) -> dict[str, str]:
-        return {'x-goog-api-key': self.api_key} if self.api_key else {}
+        return {'x-goog-api-key': self.config.api_key} if self.config.api_key else {}
 
     def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         system = '\n\n'.join(m.text for m in messages if m.role in (Role.SYSTEM, Role.DEVELOPER))
@@ -90,16 +91,16 @@ class GoogleGemini(AIProviderPlugin):
         config: dict[str, Any] = {}
         if max_tokens:
             config['maxOutputTokens'] = max_tokens
-        budget = THINKING_BUDGETS.get(self.option('reasoning_effort'))
+        budget = THINKING_BUDGETS.get(self.config.option('reasoning_effort'))
         if budget is not None and not (budget == 0 and '-pro' in model):  # pro models always think
             config['thinkingConfig'] = {'thinkingBudget': budget, 'includeThoughts': budget > 0}
-        elif self.option('reasoning_effort') == 'auto':
+        elif self.config.option('reasoning_effort') == 'auto':
             config['thinkingConfig'] = {'includeThoughts': True}
         if config:
             payload['generationConfig'] = config
-        if self.option('web_search'):
+        if self.config.option('web_search'):
             payload['tools'] = [{'google_search': {}}]
-        return self.request(f'/{quote(model_path(model))}:streamGenerateContent?alt=sse', payload)
+        return self.connection.request(f'/{quote(model_path(model))}:streamGenerateContent?alt=sse', payload)
 
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         for event in events:
@@ -134,7 +135,7 @@ class GoogleGemini(AIProviderPlugin):
 
     def embed_request(self, texts: list[str], model: str) -> Request:
         path = model_path(model)
-        return self.request(f'/{quote(path)}:batchEmbedContents', {
+        return self.connection.request(f'/{quote(path)}:batchEmbedContents', {
             'requests': [{'model': path, 'content': {'parts': [{'text': t}]}} for t in texts]})
 
     def parse_embeddings(self, data: dict) -> list[list[float]]:
@@ -149,12 +150,12 @@ class GoogleGemini(AIProviderPlugin):
                 raise NotConfigured(_('The model {model} of {provider} makes images but cannot change one: choose a '
                                       'Gemini image model (such as {example}) to refine a cover.').format(
                     model=model, provider=self.display_name, example=self.default_image_model))
-            return self.request(f'/{path}:predict', {'instances': [{'prompt': prompt}], 'parameters': {
+            return self.connection.request(f'/{path}:predict', {'instances': [{'prompt': prompt}], 'parameters': {
                 'sampleCount': 1, 'aspectRatio': IMAGEN_ASPECTS.get(aspect, '3:4')}})
         parts: list[dict[str, Any]] = [{'text': prompt}]
         if source is not None:
             parts.append({'inlineData': {'mimeType': source.mime, 'data': source.data_url().partition(',')[2]}})
-        return self.request(f'/{path}:generateContent', {'contents': [{'role': 'user', 'parts': parts}],
+        return self.connection.request(f'/{path}:generateContent', {'contents': [{'role': 'user', 'parts': parts}],
                                                          'generationConfig': {'responseModalities': ['TEXT', 'IMAGE'],
                                                                               'imageConfig': {'aspectRatio': aspect}}})
 
@@ -218,7 +219,7 @@ class GoogleGemini(AIProviderPlugin):
                                 code=error.get('status', ''), model=model)
 
     def models_request(self) -> Request:
-        return self.request('/models?pageSize=1000')
+        return self.connection.request('/models?pageSize=1000')
 
     def parse_models(self, data: dict) -> list[Model]:
         models = []

@@ -2,7 +2,7 @@
 """The models a provider offers: Model, the live list as Book AI keeps it, its cache, and
 the choice of a model by tier.
 
-A provider asks its service for the list (AIProviderPlugin.models()); what the service
+A provider asks its service for the list (operations.ModelList); what the service
 sends is bounded (first_items, kept_models) and cached for a day in calibre's cache
 folder, one file per provider and address (cache_path): when it was fetched, the address
 (with no credentials) and the models. A cache file that is damaged or too large is set

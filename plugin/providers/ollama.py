@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from calibre_plugins.bookai.core.errors import error_for_status
 from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.models import Model, timestamp_of
 from calibre_plugins.bookai.providers.options import Option, parse_headers
 from calibre_plugins.bookai.providers.streaming import StreamState
@@ -33,13 +34,13 @@ class Ollama(AIProviderPlugin):
 
     def extra_headers(self) -> dict[str, str]:
         # sent with every request, model listing and chat alike
-        return dict(parse_headers(self.option('headers') or ()))
+        return dict(parse_headers(self.config.option('headers') or ()))
 
     def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         payload = {'model': model, 'stream': True, 'messages': [
             {'role': 'system' if m.role in (Role.SYSTEM, Role.DEVELOPER) else m.role.value, 'content': m.text}
             for m in messages]}
-        effort = self.option('reasoning_effort')
+        effort = self.config.option('reasoning_effort')
         if effort == 'none':
             payload['think'] = False
         elif effort in ('high', 'medium', 'low'):
@@ -47,11 +48,11 @@ class Ollama(AIProviderPlugin):
         options = {}
         if max_tokens:
             options['num_predict'] = max_tokens
-        if ctx := int(self.option('context_length') or 0):
+        if ctx := int(self.config.option('context_length') or 0):
             options['num_ctx'] = ctx
         if options:
             payload['options'] = options
-        return self.request('/api/chat', payload)
+        return self.connection.request('/api/chat', payload)
 
     def read_stream(self, objects: Iterator[object], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         for obj in objects:
@@ -72,7 +73,7 @@ class Ollama(AIProviderPlugin):
                 state.finished = True
 
     def embed_request(self, texts: list[str], model: str) -> Request:
-        return self.request('/api/embed', {'model': model, 'input': list(texts)})
+        return self.connection.request('/api/embed', {'model': model, 'input': list(texts)})
 
     def parse_embeddings(self, data: dict) -> list[list[float]]:
         return data['embeddings']
@@ -82,7 +83,7 @@ class Ollama(AIProviderPlugin):
         return message, code or ('model' if status == 404 else '')
 
     def models_request(self) -> Request:
-        return self.request('/api/tags')
+        return self.connection.request('/api/tags')
 
     def parse_models(self, data: dict) -> list[Model]:
         return [Model(m.get('model') or m['name'], m.get('name', ''), timestamp_of(m.get('modified_at')))

@@ -20,7 +20,8 @@ from calibre_plugins.bookai.core.images import Image, ImageResult, images_api_re
 from calibre_plugins.bookai.core.messages import Cost, Message, ReasoningDelta, Role, TextDelta, Usage
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.options import Option, parse_headers
 from calibre_plugins.bookai.providers.streaming import StreamState, json_of
@@ -59,7 +60,7 @@ class OpenAIChat(AIProviderPlugin):
         temperature = self.option_or_none('temperature')
         if temperature is not None and temperature >= 0:
             payload['temperature'] = temperature
-        effort = self.option('reasoning_effort')
+        effort = self.config.option('reasoning_effort')
         if effort in EFFORTS:
             payload['reasoning_effort'] = effort
         return payload
@@ -70,10 +71,10 @@ class OpenAIChat(AIProviderPlugin):
             self.option_named(name)
         except KeyError:
             return None
-        return self.option(name)
+        return self.config.option(name)
 
     def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
-        return self.request('/chat/completions', self.chat_payload(messages, model, max_tokens))
+        return self.connection.request('/chat/completions', self.chat_payload(messages, model, max_tokens))
 
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         for event in events:
@@ -121,7 +122,7 @@ class OpenAIChat(AIProviderPlugin):
                      cached)  # Usage keeps only what are counts
 
     def models_request(self) -> Request:
-        return self.request('/models')
+        return self.connection.request('/models')
 
     def parse_models(self, data: dict) -> list[Model]:
         return [Model(m['id'], m.get('name', ''), number(m.get('created')), number(m.get('context_length'), int))
@@ -167,27 +168,27 @@ class OpenAICompatible(OpenAIChat):
 
     @cached_property
     def base_url(self) -> str:
-        url = (self.option('base_url') or preset_url(self.option('preset'))).rstrip('/')
+        url = (self.config.option('base_url') or preset_url(self.config.option('preset'))).rstrip('/')
         if url and url.count('/') == 2:  # an address with no path: the API lives under /v1
             url += '/v1'
         return url
 
     def extra_headers(self) -> dict[str, str]:
-        return dict(parse_headers(self.option('headers') or ()))
+        return dict(parse_headers(self.config.option('headers') or ()))
 
     # images {{{
 
     def image_model(self, cancel: CancelToken | None = None) -> str:
         """The image model as set; '' (none is sent) when it is not: a server such as
         stable-diffusion.cpp's makes images with the one model it has loaded."""
-        return (self.option('image_model') or '').strip()
+        return (self.config.option('image_model') or '').strip()
 
     def image_request(self, prompt: str, model: str, aspect: str, source: Image | None = None) -> Request:
         payload = {'prompt': prompt, 'n': 1, 'size': LOCAL_IMAGE_SIZES.get(aspect, '512x512'),
                    'response_format': 'b64_json'}
         if model:
             payload['model'] = model
-        return self.request('/images/generations', payload)
+        return self.connection.request('/images/generations', payload)
 
     def parse_image_answer(self, data: Any, model: str) -> ImageResult:
         return images_api_result(data, self.display_name, model)
@@ -242,8 +243,8 @@ class GitHubModels(OpenAIChat):
         return {'X-GitHub-Api-Version': '2022-11-28', 'Accept': 'application/json'}
 
     def models_request(self) -> Request:
-        req = self.request('/models')
-        root = self.base_url
+        req = self.connection.request('/models')
+        root = self.config.base_url
         if root.endswith('/inference'):  # the catalog lives beside the inference API
             req.url = root[:-len('/inference')] + '/catalog/models'
         return req
@@ -278,10 +279,10 @@ class Grok(OpenAIChat):
         payload = {'model': model, 'prompt': prompt, 'n': 1, 'response_format': 'b64_json'}
         if source is None:
             payload.update(aspect_ratio=aspect, resolution='1k')
-            return self.request('/images/generations', payload)
+            return self.connection.request('/images/generations', payload)
         # xAI takes the image to change in JSON (not multipart, as OpenAI does): a data: URL
         payload['image'] = {'url': source.data_url(), 'type': 'image_url'}
-        return self.request('/images/edits', payload)
+        return self.connection.request('/images/edits', payload)
 
     def parse_image_answer(self, data: Any, model: str) -> ImageResult:
         usage = Usage()

@@ -16,7 +16,8 @@ from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, 
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers import pricing
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, Capability
+from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.options import Option
 from calibre_plugins.bookai.providers.streaming import StreamState, json_of
@@ -79,12 +80,12 @@ class OpenAI(AIProviderPlugin):
             payload['instructions'] = instructions
         if max_tokens:
             payload['max_output_tokens'] = max_tokens
-        effort = EFFORTS.get(self.option('reasoning_effort'))
+        effort = EFFORTS.get(self.config.option('reasoning_effort'))
         if effort:
             payload['reasoning'] = {'effort': effort, 'summary': 'auto'}
-        if self.option('web_search'):
+        if self.config.option('web_search'):
             payload['tools'] = [{'type': 'web_search'}]
-        return self.request('/responses', payload)
+        return self.connection.request('/responses', payload)
 
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         summary_parts = 0
@@ -138,7 +139,7 @@ class OpenAI(AIProviderPlugin):
                                 model=model)
 
     def models_request(self) -> Request:
-        return self.request('/models')
+        return self.connection.request('/models')
 
     def parse_models(self, data: dict) -> list[Model]:
         return [Model(m['id'], '', float(m.get('created') or 0)) for m in data.get('data', ()) if m.get('id')]
@@ -148,14 +149,14 @@ class OpenAI(AIProviderPlugin):
     def image_request(self, prompt: str, model: str, aspect: str, source: Image | None = None) -> Request:
         size = nearest_size(aspect, image_sizes(model))
         dall_e = model.startswith('dall-e')
-        quality = self.option('image_quality')
+        quality = self.config.option('image_quality')
         if source is not None:
             fields = [('model', model), ('prompt', prompt), ('size', size), ('n', '1')]
             if not dall_e and quality != 'auto':
                 fields.append(('quality', quality))
             if dall_e:
                 fields.append(('response_format', 'b64_json'))
-            return self.multipart_request('/images/edits', fields, [
+            return self.connection.multipart_request('/images/edits', fields, [
                 ('image' if model.startswith('dall-e-2') else 'image[]', f'image.{source.extension}', source.mime,
                  source.data)])
         payload = {'model': model, 'prompt': prompt, 'size': size, 'n': 1}
@@ -163,7 +164,7 @@ class OpenAI(AIProviderPlugin):
             payload['response_format'] = 'b64_json'
         elif quality != 'auto':
             payload['quality'] = quality
-        return self.request('/images/generations', payload)
+        return self.connection.request('/images/generations', payload)
 
     def parse_image_answer(self, data: Any, model: str) -> ImageResult:
         return images_api_result(data, self.display_name, model, image_usage(data.get('usage'), model))

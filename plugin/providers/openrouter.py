@@ -19,7 +19,7 @@ from calibre_plugins.bookai.core.errors import NotConfigured, ProviderError, Res
 from calibre_plugins.bookai.core.images import Image, ImageAddress, ImageResult, image_from_base64, no_image, said
 from calibre_plugins.bookai.core.messages import Cost, Message, Usage, money
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import Capability, redacted_answer
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.models import Model, kept_models
 from calibre_plugins.bookai.providers.openai_chat import OpenAIChat, number
 from calibre_plugins.bookai.providers.options import Option
@@ -157,15 +157,12 @@ class OpenRouter(OpenAIChat):
         """Every option but the tier of the automatic choice: model_strategy says how it chooses."""
         return tuple(o for o in super().all_options() if o.name != 'model_tier')
 
-    def choose_model(self, tier: str | None = None, cancel: CancelToken | None = None) -> str:
-        """The configured model; else openrouter/auto, or the first of openrouter_choice(), as
-        the strategy says (the tier plays no part). The fallbacks chosen with it are kept for
-        chat_payload(). When paid models are allowed and the list has none of a known family
-        (or none at all), OpenRouter chooses: openrouter/auto."""
-        configured = (self.option('model') or '').strip()
-        if configured:
-            return configured
-        strategy = self.option('model_strategy')
+    def automatic_model(self, tier: str | None, cancel: CancelToken | None) -> str:
+        """openrouter/auto, or the first of openrouter_choice(), as the strategy says (the tier
+        plays no part). The fallbacks chosen with it are kept for chat_payload(). When paid models
+        are allowed and the list has none of a known family (or none at all), OpenRouter chooses:
+        openrouter/auto."""
+        strategy = self.config.option('model_strategy')
         if strategy == 'auto':
             return AUTO_MODEL
         chosen = openrouter_choice(self.models(cancel=cancel), allow_paid=strategy != 'free')
@@ -182,7 +179,7 @@ class OpenRouter(OpenAIChat):
         effort = payload.pop('reasoning_effort', None)
         if effort:
             payload['reasoning'] = {'effort': effort}
-        elif self.option('reasoning_effort') == 'none':
+        elif self.config.option('reasoning_effort') == 'none':
             payload['reasoning'] = {'enabled': False}
         payload['usage'] = {'include': True}
         if fallbacks := self.fallbacks.get(model):
@@ -191,12 +188,12 @@ class OpenRouter(OpenAIChat):
 
     def with_routing(self, payload: dict) -> dict:
         """payload, with the routing OpenRouter is asked for: no provider that keeps prompts, when so set."""
-        if self.option('deny_data_collection'):
+        if self.config.option('deny_data_collection'):
             payload['provider'] = {'data_collection': 'deny'}
         return payload
 
     def embed_request(self, texts: list[str], model: str) -> Request:
-        return self.request('/embeddings', self.with_routing({'model': model, 'input': list(texts)}))
+        return self.connection.request('/embeddings', self.with_routing({'model': model, 'input': list(texts)}))
 
     # images {{{
 
@@ -204,7 +201,7 @@ class OpenRouter(OpenAIChat):
         """OpenRouter's models that make images, by id (its catalogue filtered by output
         modalities, which the plain list leaves the image-only ones out of); asked once."""
         if self._image_models is None:
-            data = self.json_answer(self.request('/models?output_modalities=image'), '', cancel or CancelToken(),
+            data = self.connection.json_answer(self.connection.request('/models?output_modalities=image'), '', cancel or CancelToken(),
                                     _('{provider} sent a model list that could not be read.'))
             items = data.get('data') if isinstance(data, dict) else None
             listed = kept_models(self.parse_models({'data': items[:limits.MAX_MODELS] if isinstance(items, list)
@@ -212,19 +209,14 @@ class OpenRouter(OpenAIChat):
             self._image_models = {m.id: m for m in listed}
         return self._image_models
 
-    @redacted_answer
-    def generate_image(self, prompt: str, aspect: str = '2:3', source: Image | None = None, model: str = '',
-                       cancel: CancelToken | None = None) -> ImageResult:
-        """As every provider's (base.py); the catalogue of image models is asked for first (with
-        the same Stop), to know whether the model also writes text: one that makes only images
-        must be asked for images alone (modalities ["image"]). Without it, both are asked for."""
-        cancel = cancel or CancelToken()
-        if not self.missing_setup():
-            try:
-                self.image_models(cancel)
-            except ProviderError:
-                self._image_models = {}
-        return super().generate_image(prompt, aspect, source, model, cancel)
+    def prepare_image(self, source: Image | None, model: str, cancel: CancelToken) -> None:
+        """The catalogue of image models, asked for first (with the same Stop), to know whether
+        the model also writes text: one that makes only images must be asked for images alone
+        (modalities ["image"]). Without it, both are asked for."""
+        try:
+            self.image_models(cancel)
+        except ProviderError:
+            self._image_models = {}
 
     def image_request(self, prompt: str, model: str, aspect: str, source: Image | None = None) -> Request:
         content = prompt if source is None else [
@@ -232,7 +224,7 @@ class OpenRouter(OpenAIChat):
         listed = (self._image_models or {}).get(model)
         modalities = ['image'] if listed is not None and listed.output_modalities and (
             'text' not in listed.output_modalities) else ['image', 'text']
-        return self.request('/chat/completions', self.with_routing({
+        return self.connection.request('/chat/completions', self.with_routing({
             'model': model, 'messages': [{'role': 'user', 'content': content}], 'stream': False,
             'modalities': modalities, 'image_config': {'aspect_ratio': aspect}, 'usage': {'include': True}}))
 

@@ -9,6 +9,7 @@ that an unused provider costs nothing.
 import importlib
 from typing import TYPE_CHECKING
 
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:  # for types only: the names of the providers cost no provider code
@@ -67,7 +68,6 @@ def chosen_provider() -> 'AIProviderPlugin | None':
 
 def image_provider_names() -> list[tuple[str, str]]:
     """(id, name as shown) of the providers that can make images (covers), in the settings' order."""
-    from calibre_plugins.bookai.providers.base import Capability  # on use: a provider's modules only when one is used
     return [(name, provider_class(name).display_name) for name in PROVIDERS
             if provider_class(name).capabilities & Capability.IMAGE_GENERATION]
 
@@ -75,7 +75,6 @@ def image_provider_names() -> list[tuple[str, str]]:
 def image_provider() -> 'AIProviderPlugin | None':
     """The provider chosen in the settings to make covers, with the user's settings; None if
     none is chosen, or the one chosen cannot make images."""
-    from calibre_plugins.bookai.providers.base import Capability  # on use: a provider's modules only when one is used
     name = plugin_prefs()['image_provider']
     if name not in PROVIDERS or not provider_class(name).capabilities & Capability.IMAGE_GENERATION:
         return None

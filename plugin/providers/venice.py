@@ -38,18 +38,18 @@ from calibre mean the same here).
 import math
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, cast
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import NotConfigured, ProviderError
 from calibre_plugins.bookai.core.images import Image, ImageResult, image_from_base64, no_image
-from calibre_plugins.bookai.core.messages import Chunk, Cost, Message, ReasoningDelta, TextDelta, Usage, WebLink
+from calibre_plugins.bookai.core.messages import Cost, Message, ReasoningDelta, TextDelta, Usage, WebLink
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import Capability, redacted_answer
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.openai_chat import EFFORTS, OpenAIChat
 from calibre_plugins.bookai.providers.options import Option
@@ -218,13 +218,12 @@ class Venice(OpenAIChat):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._listed: dict[str, Model] | None = None
-        self._cancel: CancelToken | None = None  # the answer's, while one is asked for
         self._image_models: dict[str, ImageModel] | None = None
 
     # the model list {{{
 
     def models_request(self) -> Request:
-        return self.request('/models?type=text')
+        return self.connection.request('/models?type=text')
 
     def parse_models(self, data: Any) -> list[Model]:
         items = dict_of(data).get('data') if isinstance(data, dict) else data
@@ -233,15 +232,9 @@ class Venice(OpenAIChat):
         return [m for m in (model_of(e) for e in items if isinstance(e, dict)) if m is not None]
 
     def model_info(self, model: str) -> Model | None:
-        """What the live list says of model; None when it names no such model, or when the
-        list cannot be had (the chat then says what is wrong, if anything is). Asked for with
-        the answer's Stop, when an answer is being asked for."""
-        if self._listed is None:
-            try:
-                self._listed = {m.id: m for m in self.models(cancel=self._cancel)}
-            except ProviderError:
-                return None
-        return self._listed.get(model)
+        """What the live list (asked for by prepare_chat) says of model; None when it names no such
+        model, or when the list could not be had."""
+        return (self._listed or {}).get(model)
 
     def pick_for_tier(self, models: list[Model], tier: str) -> Model | None:
         """As calibre chooses: by Venice's traits, else by price (see the module's doc)."""
@@ -264,28 +257,27 @@ class Venice(OpenAIChat):
 
     # the conversation {{{
 
-    def text_chat(self, messages: Iterable[Message], use_model: str = '', cancel: CancelToken | None = None,
-                  max_tokens: int | None = None) -> Iterator[Chunk]:
-        """As every provider's (base.py); Stop also ends the asking for the model list."""
-        cancel = cancel or CancelToken()
-        self._cancel = cancel
-        try:
-            yield from super().text_chat(messages, use_model, cancel, max_tokens)
-        finally:
-            self._cancel = None
+    def prepare_chat(self, model: str, cancel: CancelToken) -> None:
+        """The live list, asked for once, with the answer's Stop: chat_payload() and estimate_cost()
+        read it. When it cannot be had, the chat goes on (and says what is wrong, if anything is)."""
+        if self._listed is None:
+            try:
+                self._listed = {m.id: m for m in self.models(cancel=cancel)}
+            except ProviderError:
+                pass
 
     def chat_payload(self, messages: list[Message], model: str, max_tokens: int | None) -> dict:
         payload = super().chat_payload(messages, model, max_tokens)
         payload.pop('reasoning_effort', None)
         venice: dict[str, Any] = {'include_venice_system_prompt': False}
-        effort = self.option('reasoning_effort')
-        info = self.model_info(model)  # also gives the prices costed() estimates with
+        effort = self.config.option('reasoning_effort')
+        info = self.model_info(model)
         if effort == 'none':
             if info is None or info.reasoning:
                 venice['disable_thinking'] = True
         elif effort in EFFORTS and (info is None or info.reasoning_effort):
             payload['reasoning_effort'] = effort
-        if self.option('web_search'):
+        if self.config.option('web_search'):
             venice['enable_web_search'] = 'auto'
             venice['enable_web_citations'] = True
         payload['venice_parameters'] = venice
@@ -302,15 +294,15 @@ class Venice(OpenAIChat):
                 add_pages(state.web_links, cited_pages(json_of(event, self.display_name)))
             yield event
 
-    def costed(self, state: StreamState) -> Usage:
-        """The usage, with its cost estimated from the live list's prices when Venice told none."""
-        u = state.usage
-        if u.cost is None and u.input_tokens is not None and u.output_tokens is not None and self._listed:
-            info = self._listed.get(state.model)
+    def estimate_cost(self, model: str, usage: Usage) -> Cost | None:
+        """usage's cost estimated from the live list's prices; else from the dated price table."""
+        u = usage
+        if u.input_tokens is not None and u.output_tokens is not None and self._listed:
+            info = self._listed.get(model)
             if info is not None and info.prices:
                 amount = (u.input_tokens * input_price(info) + u.output_tokens * output_price(info)) / 1_000_000
-                return replace(u, cost=Cost(amount, 'USD', 'estimated', time.strftime('%Y-%m-%d', time.gmtime())))
-        return super().costed(state)
+                return Cost(amount, 'USD', 'estimated', time.strftime('%Y-%m-%d', time.gmtime()))
+        return super().estimate_cost(model, usage)
 
     # }}}
 
@@ -319,7 +311,7 @@ class Venice(OpenAIChat):
     def image_models(self, cancel: CancelToken | None = None) -> dict[str, ImageModel]:
         """Venice's image models that are online, by id, as its live list gives them (asked once)."""
         if self._image_models is None:
-            data = self.json_answer(self.request('/models?type=image'), '', cancel or CancelToken(),
+            data = self.connection.json_answer(self.connection.request('/models?type=image'), '', cancel or CancelToken(),
                                     _('{provider} sent a model list that could not be read.'))
             items = dict_of(data).get('data') if isinstance(data, dict) else data
             found = (image_model_of(e) for e in list_of(items)[:limits.MAX_MODELS] if isinstance(e, dict))
@@ -329,7 +321,7 @@ class Venice(OpenAIChat):
     def image_model(self, cancel: CancelToken | None = None) -> str:
         """The image model as set; else, as calibre chooses, the listed one with the trait 'default',
         else the newest."""
-        configured = (self.option('image_model') or '').strip()
+        configured = (self.config.option('image_model') or '').strip()
         if configured:
             return configured
         models = list(self.image_models(cancel).values())
@@ -338,32 +330,29 @@ class Venice(OpenAIChat):
         chosen = next((m for m in models if 'default' in m.traits), None) or max(models, key=lambda m: m.created)
         return chosen.id
 
-    @redacted_answer
-    def generate_image(self, prompt: str, aspect: str = '2:3', source: Image | None = None, model: str = '',
-                       cancel: CancelToken | None = None) -> ImageResult:
-        """As every provider's (base.py); the list of image models is asked for first (with the
-        same Stop), for the shapes and the price of the model. When a model is set, the image is
-        asked for even if the list cannot be had; when none is, the list must say which."""
-        cancel = cancel or CancelToken()
-        if source is None and not self.missing_setup():
-            try:
-                self.image_models(cancel)
-            except ProviderError:
-                if not (model or (self.option('image_model') or '').strip()):
-                    raise
-                self._image_models = {}  # the list only adds the shapes and the price
-        return super().generate_image(prompt, aspect, source, model, cancel)
+    def prepare_image(self, source: Image | None, model: str, cancel: CancelToken) -> None:
+        """The list of image models, asked for first (with the same Stop), for the shapes and the
+        price of the model. When a model is set, the image is asked for even if the list cannot
+        be had; when none is, the list must say which."""
+        if source is not None:
+            return
+        try:
+            self.image_models(cancel)
+        except ProviderError:
+            if not (model or (self.config.option('image_model') or '').strip()):
+                raise
+            self._image_models = {}  # the list only adds the shapes and the price
 
     def image_request(self, prompt: str, model: str, aspect: str, source: Image | None = None) -> Request:
         payload = {'model': model, 'prompt': prompt, 'format': 'png', 'hide_watermark': True,
-                   'safe_mode': bool(self.option('safe_mode'))}
+                   'safe_mode': bool(self.config.option('safe_mode'))}
         info = (self._image_models or {}).get(model)
         ratio = nearest_aspect(aspect, info.aspect_ratios) if info is not None else None
         if ratio:
             payload['aspect_ratio'] = ratio
         else:
             payload['width'], payload['height'] = PIXEL_SIZES.get(aspect, PIXEL_SIZES['1:1'])
-        return self.request('/image/generate', payload)
+        return self.connection.request('/image/generate', payload)
 
     def parse_image_answer(self, data: Any, model: str) -> ImageResult:
         for b64 in data.get('images') or ():

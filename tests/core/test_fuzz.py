@@ -212,12 +212,12 @@ def read(name, pieces):
     state = StreamState()
     chunks = []
     try:
-        for chunk in p.answer_chunks(p.events(Replay(pieces)), state):
+        for chunk in p.answering.answer_chunks(p.connection.events(Replay(pieces)), state):
             assert type(chunk) in (TextDelta, ReasoningDelta) and isinstance(chunk.text, str), chunk
             chunks.append(chunk)
     except ProviderError as e:
         assert isinstance(str(e), str)
-    done = p.done(state, 'm', state.finish_reason or 'stop')
+    done = p.answering.done(state, 'm', state.finish_reason or 'stop')
     assert isinstance(done.model, str) and isinstance(done.usage, Usage), done
     for n in (done.usage.input_tokens, done.usage.output_tokens, done.usage.reasoning_tokens,
               done.usage.cached_tokens):
@@ -277,7 +277,7 @@ def test_the_recordings_read_as_answers(recordings):
     for name in PROVIDERS:
         for stream in recordings[WIRE.get(name, name)]:
             p, state = provider(name), StreamState()
-            text = "".join(c.text for c in p.answer_chunks(p.events(Replay([stream])), state)
+            text = "".join(c.text for c in p.answering.answer_chunks(p.connection.events(Replay([stream])), state)
                            if isinstance(c, TextDelta))
             assert text and state.finished, (name, stream[:300])
 
@@ -325,7 +325,7 @@ def answer_of(name, stream):
     """(text, error, state) of a stream read whole by provider name."""
     p, state, text = provider(name), StreamState(), ''
     try:
-        for chunk in p.answer_chunks(p.events(Replay([stream])), state):
+        for chunk in p.answering.answer_chunks(p.connection.events(Replay([stream])), state):
             text += chunk.text
     except ProviderError as e:
         return text, e, state
@@ -373,7 +373,7 @@ def test_counts_and_names_of_the_wrong_type_are_dropped_not_shown(name, stream):
     # was: a model name that is not text and token counts that are not numbers, reaching the window
     text, error, state = answer_of(name, stream)
     assert error is None and state.finished
-    done = provider(name).done(state, 'asked-model', 'stop')
+    done = provider(name).answering.done(state, 'asked-model', 'stop')
     assert done.model == 'asked-model' and (done.usage.input_tokens, done.usage.output_tokens) in (
         (None, None), (None, 0))
 

@@ -46,24 +46,24 @@ SERVICES = ('openai', 'anthropic', 'gemini', 'openrouter', 'github', 'grok', 've
 def test_every_provider_is_local_only_at_a_loopback_address(name):
     for url in ('http://127.0.0.1:8080/v1', 'http://localhost:11434', 'http://[::1]:1234/v1'):
         # a service on the internet reached through a local gateway is not local: the text goes on
-        assert provider_at(name, url).is_local == (name not in SERVICES), url
+        assert provider_at(name, url).connection.is_local == (name not in SERVICES), url
     for url in ('http://127.evil.example/v1', 'http://localhost.evil.example:11434', 'http://10.0.0.1:11434',
                 'https://api.example.com/v1', 'http://0.0.0.0:8080/v1', 'http://[::ffff:10.0.0.1]:8080/v1'):
-        assert not provider_at(name, url).is_local, url
+        assert not provider_at(name, url).connection.is_local, url
 
 
 @pytest.mark.parametrize('name', list(PROVIDERS))
 def test_no_provider_class_says_local_of_itself(name):
-    from calibre_plugins.bookai.providers.base import AIProviderPlugin
+    from calibre_plugins.bookai.providers.connection import Connection
     from calibre_plugins.bookai.providers.registry import provider_class
     cls = provider_class(name)
-    owner = next(c for c in cls.__mro__ if 'is_local' in c.__dict__)
-    assert owner is AIProviderPlugin
+    assert not [c for c in cls.__mro__ if 'is_local' in c.__dict__]  # its connection decides, from the address
+    assert type(get_provider(name, settings={}, secrets=None, transport=no_proxy()).connection) is Connection
 
 
 def test_by_default_only_the_providers_on_this_computer_are_local():
     local = {name for name in PROVIDERS
-             if get_provider(name, settings={}, secrets=None, transport=no_proxy()).is_local}
+             if get_provider(name, settings={}, secrets=None, transport=no_proxy()).connection.is_local}
     assert local == {'ollama', 'lmstudio'}
 
 
@@ -72,12 +72,12 @@ def test_an_address_reached_through_calibres_proxy_is_not_local():
         def proxy_for(self, scheme, host):
             from urllib.parse import urlsplit
             return urlsplit('http://proxy.example:3128')
-    assert not provider_at('ollama', 'http://localhost:11434', Proxied(proxies={})).is_local
+    assert not provider_at('ollama', 'http://localhost:11434', Proxied(proxies={})).connection.is_local
     # calibre's own proxy setting is never used for loopback, and is used for a look-alike
     t = Transport(proxies={'http': 'proxy.example:3128'})
     assert t.proxy_for('http', '127.0.0.1') is None
     assert t.proxy_for('http', '127.evil.example') is not None
-    assert provider_at('ollama', 'http://127.0.0.1:11434', t).is_local
+    assert provider_at('ollama', 'http://127.0.0.1:11434', t).connection.is_local
 
 
 def test_consent_is_asked_before_book_text_goes_to_a_look_alike(prefs):

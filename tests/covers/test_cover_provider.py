@@ -6,7 +6,7 @@ import pytest
 
 
 def test_the_image_provider_is_the_one_chosen_for_images(prefs):
-    from calibre_plugins.bookai.providers.base import Capability
+    from calibre_plugins.bookai.providers.capabilities import Capability
     from calibre_plugins.bookai.providers.registry import image_provider, image_provider_names, provider_class
     names = [n for n, _shown in image_provider_names()]
     assert 'openai_compatible' in names and 'anthropic' not in names and 'ollama' not in names
@@ -15,7 +15,7 @@ def test_the_image_provider_is_the_one_chosen_for_images(prefs):
     prefs['image_provider'] = 'openai_compatible'
     prefs['providers'] = {'openai_compatible': {'base_url': 'http://127.0.0.1:9/v1', 'image_model': 'sd'}}
     p = image_provider()
-    assert p.name == 'openai_compatible' and p.option('image_model') == 'sd'
+    assert p.name == 'openai_compatible' and p.config.option('image_model') == 'sd'
 
 
 @pytest.mark.parametrize('value', ['', 'anthropic', 'ollama', 'no such provider', '../openai', 'OPENAI'])

@@ -42,8 +42,8 @@ def test_typed_values_reach_the_provider(qapp):
     w.editors['headers'].setPlainText('X-One: 1\nX-Two: two words')
     w.editors['model'].box.setEditText('some/model:7b')
     tested = w.provider_with_these_settings()
-    assert tested.base_url == 'http://127.0.0.1:9/v1'
-    assert tested.api_key == 'sk-typed-key-123'
+    assert tested.config.base_url == 'http://127.0.0.1:9/v1'
+    assert tested.config.api_key == 'sk-typed-key-123'
     assert tested.extra_headers() == {'X-One': '1', 'X-Two': 'two words'}
     assert tested.choose_model() == 'some/model:7b'
     w.editors['headers'].setPlainText('not a header')

@@ -613,7 +613,7 @@ def test_covers_tab(qapp, saved_prefs, artifacts):
     reader's own styles, the templates (with calibre's template editor), the extra instructions,
     the requests at once and the days covers are kept for Undo: shown, edited, saved, read back."""
     from calibre_plugins.bookai.covers.styles import saved_styles
-    from calibre_plugins.bookai.providers.base import Capability
+    from calibre_plugins.bookai.providers.capabilities import Capability
     from calibre_plugins.bookai.providers.registry import provider_class
     saved_prefs['provider'] = 'ollama'
     saved_prefs['image_provider'] = ''

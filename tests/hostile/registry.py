@@ -72,12 +72,13 @@ JSON = ('core.limits:MAX_JSON_DEPTH', 'core.limits:JSON_MEMORY_PER_BYTE')  # eve
 JSON_ATTACKS = ('oversized', 'endless', 'trickle', 'deep_json', 'many_values', 'wrong_types')
 TRANSPORT = ('core.transport:Transport._send', 'core.transport:Response.read_all', 'core.transport:Response.finish',
              'providers.base:AIProviderPlugin.parse_error')
-STREAM = ('providers.base:AIProviderPlugin.read_json', 'providers.base:AIProviderPlugin.events',
+STREAM = ('providers.connection:Connection.read_json', 'providers.connection:Connection.events',
           'core.streams:SSEDecoder.feed', 'core.streams:NDJSONDecoder._parse',
-          'providers.streaming:json_of', 'providers.base:AIProviderPlugin.answer_chunks')
-BODY = ('providers.base:AIProviderPlugin.json_answer', 'core.limits:load_json',
-        'providers.base:AIProviderPlugin.read_json')
-IMAGE = ('covers.making:make_image', 'providers.base:AIProviderPlugin.generate_image',
+          'providers.streaming:json_of', 'providers.operations:Answering.answer_chunks')
+BODY = ('providers.connection:Connection.json_answer', 'core.limits:load_json',
+        'providers.connection:Connection.read_json')
+IMAGE = ('covers.making:make_image', 'providers.operations:ImageMaking.generate_image',
+         'providers.operations:ImageMaking.image',
          'core.images:image_from_base64', 'core.images:decoded_base64',
          'core.images:image_from_bytes', 'core.images:images_api_result', 'core.images:structure',
          'core.images:decode_images', 'covers.making:decoded_image', 'gui.image_decoding:decode_in_worker',
@@ -169,7 +170,7 @@ def wire_entries() -> list[Entry]:
             ('core.limits:MAX_JSON_BYTES', *JSON, 'core.limits:MAX_MODELS',
              'core.limits:MAX_MODEL_ID_CHARS', 'core.limits:MAX_MODEL_DESCRIPTION_CHARS',
              'core.limits:MAX_MODEL_PRICES', 'core.limits:MAX_MODELS_CACHE_BYTES'), attacks,
-            TRANSPORT + BODY + ('providers.base:AIProviderPlugin.models', 'providers.models:kept_models',
+            TRANSPORT + BODY + ('providers.operations:ModelList.models', 'providers.models:kept_models',
                                 'providers.models:redacted_models', f'{CHAT}.parse_models')
             + PRICED.get(name, ()) + (defined(cls, 'parse_models'),),
             W.WireSurface(W.Shape(name, 'models', good, method='GET', path=mpath, base=streams[name][1],
@@ -182,7 +183,7 @@ def wire_entries() -> list[Entry]:
                 f'wire/{name}/embeddings', f"{NAMES[name]}'s embeddings: a vector of numbers per passage",
                 defined(cls, 'parse_embeddings'), 'peer',
                 ('core.limits:MAX_JSON_BYTES', *JSON), attacks,
-                TRANSPORT + BODY + ('providers.base:AIProviderPlugin.embed',) + (
+                TRANSPORT + BODY + ('providers.operations:Embedding.embed',) + (
                     (f'{cls}.parse_embeddings',) if name in ('gemini', 'ollama') else ()),
                 W.WireSurface(W.Shape(name, 'embeddings', good, path=epath, base=streams[name][1],
                                       settings={'embedding_model': 'e'}, bound='core.limits:MAX_JSON_BYTES',
@@ -230,9 +231,9 @@ def wire_entries() -> list[Entry]:
                    'crafted_image')
         out.append(Entry(
             f'wire/{name}/image_url', f"the image at the address {NAMES[name]}'s answer names", 
-            'providers.base:AIProviderPlugin.image_at', 'peer',
+            'providers.connection:Connection.image_at', 'peer',
             ('core.limits:MAX_IMAGE_BYTES', 'core.limits:MAX_IMAGE_SIDE', 'core.images:MAX_IMAGE_PIXELS'), attacks,
-            TRANSPORT + IMAGE + ('providers.base:AIProviderPlugin.image_at',
+            TRANSPORT + IMAGE + ('providers.connection:Connection.image_at',
                                  defined(CLASSES[name], 'parse_image_answer')),
             W.WireSurface(W.Shape(name, 'image_url', good, path=path, base=base, others=others,
                                   settings={'image_model': model}, bound='core.limits:MAX_IMAGE_BYTES',

@@ -8,8 +8,8 @@ database, decodes an image or base64, runs a calibre template or a worker. The m
 are those operations, as the code spells them; test_registry.py requires each reader found to
 be accounted for in registry.py, so a new surface is red until it is registered.
 
-Names are 'module:Qualified.name', the module relative to plugin/ ('providers.base:
-AIProviderPlugin.json_answer').
+Names are 'module:Qualified.name', the module relative to plugin/ ('providers.connection:
+Connection.json_answer').
 """
 
 import ast

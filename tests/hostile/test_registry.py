@@ -70,7 +70,7 @@ def test_the_entries_cover_every_wire_format_and_every_kind_of_file():
     for provider in registry.CLASSES:
         for kind in ('stream', 'error', 'models'):
             assert f'wire/{provider}/{kind}' in names
-    from calibre_plugins.bookai.providers.base import Capability
+    from calibre_plugins.bookai.providers.capabilities import Capability
     from calibre_plugins.bookai.providers.registry import PROVIDERS, provider_class
     for name in PROVIDERS:
         caps = provider_class(name).capabilities

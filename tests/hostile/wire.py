@@ -499,7 +499,7 @@ class WireSurface(Surface):
     def ask_models(self, p: Any) -> Observed:
         from calibre_plugins.bookai import cli
         models = p.models(refresh=True)
-        cached = p.models_cache_path()
+        cached = p.model_list.cache_path()
         out = io.StringIO()
         for m in models:
             cli.say(out, m.id if m.display_name == m.id else f'{m.id}\t{m.display_name}')

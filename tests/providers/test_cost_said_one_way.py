@@ -4,6 +4,8 @@
 Conversation.total_usage), the cover window and the many-books job (covers.making.image_summary) and
 the command line's cover all say the same figure the same way."""
 
+from types import SimpleNamespace
+
 import pytest
 
 from calibre_plugins.bookai import cli
@@ -63,7 +65,7 @@ def test_answers_images_and_the_command_line_say_the_same_figure_the_same_way():
     assert image_summary(result, local=False) == said
 
     class Provider:
-        display_name, is_local = 'A service', False
+        display_name, connection = 'A service', SimpleNamespace(is_local=False)
     assert cli.cover_summary(Provider(), result) == said  # the command line says it as the window does
     unknown = ImageResult(Image(b'', 'image/png', 1, 1), '', Usage())
     assert cli.cover_summary(Provider(), unknown) == 'Model: A service · This image: cost unknown'

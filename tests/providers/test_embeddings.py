@@ -12,7 +12,8 @@ import pytest
 
 from calibre_plugins.bookai.core import errors
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
-from calibre_plugins.bookai.providers.base import EMBED_BATCH, Capability
+from calibre_plugins.bookai.providers.capabilities import Capability
+from calibre_plugins.bookai.providers.operations import EMBED_BATCH
 from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
 from helpers.peers import AiMock, LlamaServer, http
 from helpers.scripted_server import Reply, ScriptedServer
@@ -71,13 +72,13 @@ def test_many_texts_go_in_batches(tiny):
 def test_stop_between_batches(tiny):
     p = compatible(tiny)
     cancel = CancelToken()
-    sent, answer = counting(p), p.json_answer
+    sent, answer = counting(p), p.connection.json_answer
 
     def json_answer(*args):
         data = answer(*args)
         cancel.cancel()  # Stop, as the first batch's answer arrives
         return data
-    p.json_answer = json_answer
+    p.connection.json_answer = json_answer
     with pytest.raises(Cancelled):
         p.embed([f'text {i}' for i in range(3 * EMBED_BATCH)], cancel=cancel)
     assert sent == [EMBED_BATCH]
@@ -108,7 +109,7 @@ def test_a_wrong_key_is_told_and_never_shown():
     ('gemini', {}, 'gemini-embedding-001'),
 ])
 def test_which_model_makes_embeddings(name, settings, expected):
-    assert get_provider(name, settings={'api_key': KEY, **settings}).embedding_model() == expected
+    assert get_provider(name, settings={'api_key': KEY, **settings}).embedding.model() == expected
 
 
 def test_only_providers_with_embeddings_have_the_option():

@@ -235,7 +235,7 @@ def test_a_300_mb_model_list_is_not_read_and_not_cached():
                 p.models(refresh=True)
     assert f'sent more than {limits.MAX_JSON_BYTES / MB:g} MB, the most Book AI accepts for one answer' in str(e.value)
     assert memory.growth < 300 * MB, memory.growth
-    assert not os.path.exists(p.models_cache_path())
+    assert not os.path.exists(p.model_list.cache_path())
 
 
 def test_a_long_model_list_is_kept_to_its_limit_and_so_is_its_cache():
@@ -244,7 +244,7 @@ def test_a_long_model_list_is_kept_to_its_limit_and_so_is_its_cache():
         p = provider('openai_compatible', server.url, model='')
         models = p.models(refresh=True)
     assert len(models) == limits.MAX_MODELS
-    assert os.path.getsize(p.models_cache_path()) <= limits.MAX_MODELS_CACHE_BYTES
+    assert os.path.getsize(p.model_list.cache_path()) <= limits.MAX_MODELS_CACHE_BYTES
     assert len(p.models()) == limits.MAX_MODELS  # read back from the cache
 
 
@@ -255,7 +255,7 @@ def test_a_long_model_list_is_kept_to_its_limit_and_so_is_its_cache():
 def test_a_damaged_or_oversized_models_cache_is_set_aside_not_overwritten(damage):
     with ScriptedServer([Reply(200, b''.join(model_list(3)))]) as server:
         p = provider('openai_compatible', server.url, model='')
-        path = p.models_cache_path()
+        path = p.model_list.cache_path()
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, 'wb') as f:
             f.write(damage)
@@ -271,7 +271,7 @@ def test_a_damaged_or_oversized_models_cache_is_set_aside_not_overwritten(damage
 def test_a_second_damaged_models_cache_never_overwrites_the_first():
     with ScriptedServer([Reply(200, b''.join(model_list(3))), Reply(200, b''.join(model_list(3)))]) as server:
         p = provider('openai_compatible', server.url, model='')
-        path = p.models_cache_path()
+        path = p.model_list.cache_path()
         os.makedirs(os.path.dirname(path), exist_ok=True)
         for damage in (b'first damage', b'second damage'):
             with open(path, 'wb') as f:

@@ -19,7 +19,7 @@ import pytest
 from calibre_plugins.bookai.core import errors, limits
 from calibre_plugins.bookai.core.images import Image, NoImageMade, NotAnImage, image_from_bytes
 from calibre_plugins.bookai.providers import pricing
-from calibre_plugins.bookai.providers.base import Capability
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.registry import get_provider, image_provider_names
 from helpers.images import png
 from helpers.scripted_server import LoopbackListener, Reply, ScriptedServer

@@ -82,7 +82,7 @@ def test_the_model_list_is_cached_for_a_day(monkeypatch):
         p.models()
         assert len(server.received) == 2  # a day later it is fetched again
     import os
-    assert p.models_cache_path().startswith(os.environ['CALIBRE_CACHE_DIRECTORY'])
+    assert p.model_list.cache_path().startswith(os.environ['CALIBRE_CACHE_DIRECTORY'])
 
 
 def test_service_timestamps_are_read_with_any_precision():
@@ -96,6 +96,6 @@ def test_service_timestamps_are_read_with_any_precision():
 def test_a_providers_own_reasoning_effort_wins_over_the_plugin_wide_one(name):
     """Book AI 1.0.0 kept one effort for all providers: it still counts where a provider has none."""
     p = get_provider(name, settings={'api_key': 'k' * 12, 'base_url': 'http://127.0.0.1:9', 'reasoning_effort': 'low'})
-    assert p.option('reasoning_effort') == 'low'
+    assert p.config.option('reasoning_effort') == 'low'
     assert p.option_named('reasoning_effort').kind == 'choice'
     assert {v for v, label in p.option_named('reasoning_effort').choices} == set(EXPECTED[name])

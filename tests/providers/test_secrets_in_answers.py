@@ -208,7 +208,7 @@ def test_a_model_list_holds_no_key_in_any_field_nor_in_its_cache(name, form):
         cached_models = provider(name, server.url, model='', **settings).models()  # from the cache
     assert len(models) == 1 and REDACTED in models[0].id
     no_key(repr(models), repr(cached_models))
-    with open(p.models_cache_path(), encoding='utf-8') as f:
+    with open(p.model_list.cache_path(), encoding='utf-8') as f:
         no_key(f.read())
 
 
@@ -222,7 +222,7 @@ def test_a_description_cut_to_its_limit_leaves_no_beginning_of_the_key():
                 p = provider('openrouter', server.url, model='')
                 models = p.models(refresh=True)
             no_beginning(models[0].description)
-            with open(p.models_cache_path(), encoding='utf-8') as f:
+            with open(p.model_list.cache_path(), encoding='utf-8') as f:
                 no_beginning(f.read())
 
 # }}}

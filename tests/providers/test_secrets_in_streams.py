@@ -210,7 +210,7 @@ def test_the_model_list_its_cache_and_test_connection_hold_no_key(wire):
         models = p.models(refresh=True)
         assert models and all(REDACTED in m.id for m in models)
         assert_no_secret(repr(models))
-        cached = open(p.models_cache_path(), encoding='utf-8').read()
+        cached = open(p.model_list.cache_path(), encoding='utf-8').read()
         assert_no_secret(cached)
         ok, sentence = get_provider(wire, settings=settings).test_connection()
     assert ok and REDACTED in sentence, sentence
@@ -265,7 +265,7 @@ def test_no_secret_no_delay():
     """With no secret long enough to matter, chunks pass through as they come (the same objects)."""
     with ScriptedServer([streamed('openai_compatible', events('openai_compatible', texts=['a', 'b']))]) as s:
         p = get_provider('openai_compatible', settings={'base_url': s.url + '/v1', 'model': 'm'})
-        assert not p.known_secrets
+        assert not p.connection.known_secrets
         answer, chunks = ask(p)
     assert [c.text for c in chunks if isinstance(c, TextDelta)] == ['a', 'b']
 

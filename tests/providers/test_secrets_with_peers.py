@@ -62,7 +62,7 @@ def test_llama_server_naming_its_model_with_the_key(form):
         models = p.models(refresh=True)
         assert [m.id for m in models] == [f'model-{REDACTED}']
         no_key(repr(models))
-        with open(p.models_cache_path(), encoding='utf-8') as f:
+        with open(p.model_list.cache_path(), encoding='utf-8') as f:
             no_key(f.read())
         ok, sentence = p.test_connection()
         assert ok and REDACTED in sentence, sentence

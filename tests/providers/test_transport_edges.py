@@ -153,7 +153,7 @@ def test_the_connection_is_kept_for_the_next_question_but_not_after_stop():
         for chunk in p.text_chat(QUESTION, cancel=cancel):
             cancel.cancel()
         assert ask(p).text == 'nine ten'
-        assert p.transport.keeps_connections_to(s.url)
+        assert p.connection.transport.keeps_connections_to(s.url)
     ports = [r['client'][1] for r in s.received]
     assert ports[0] == ports[1] == ports[2]  # kept after complete answers
     assert ports[3] != ports[2]  # Stop closed it: the next question opened a new one

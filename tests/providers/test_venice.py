@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from calibre_plugins.bookai.core import errors
+from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import Answer, Message, Role, WebLink
 from calibre_plugins.bookai.core.web_links import kept_links
 from calibre_plugins.bookai.providers.models import Model, read_models_cache
@@ -46,8 +47,8 @@ def by_id(models, model_id):
 
 def test_it_is_registered_and_remote():
     p = get_provider('venice', settings={'api_key': KEY})
-    assert (p.display_name, p.base_url) == ('Venice AI', 'https://api.venice.ai/api/v1')
-    assert not p.is_local and p.needs_key
+    assert (p.display_name, p.config.base_url) == ('Venice AI', 'https://api.venice.ai/api/v1')
+    assert not p.connection.is_local and p.needs_key
     assert provider_id('Venice AI') == provider_id('venice') == 'venice'
     assert p.option_named('web_search').default is False  # it costs extra: off until turned on
 
@@ -96,7 +97,7 @@ def test_the_list_is_asked_for_text_models_with_the_key_and_cached():
         got = server.received[0]
     assert got['path'] == '/api/v1/models?type=text'
     assert got['headers']['Authorization'] == f'Bearer {KEY}'
-    cached = read_models_cache(p.models_cache_path())  # read back as an older Book AI wrote it, too
+    cached = read_models_cache(p.model_list.cache_path())  # read back as an older Book AI wrote it, too
     assert by_id(cached, 'grok-4-6').traits and by_id(cached, 'grok-4-6').reasoning_effort
 
 
@@ -170,8 +171,10 @@ def payloads(**settings):
     without one, and do not reason, and for a model the list does not name."""
     with ScriptedServer([Reply(200, LISTING)]) as server:
         p = venice(server.url + '/api/v1', **settings)
-        got = {model: json.loads(p.chat_request(TURNS, model).body)
-               for model in ('zai-org-glm-5-2', 'claude-opus-4-5', 'llama-3.3-70b', 'not-listed')}
+        got = {}
+        for model in ('zai-org-glm-5-2', 'claude-opus-4-5', 'llama-3.3-70b', 'not-listed'):
+            p.prepare_chat(model, CancelToken())  # as text_chat does before each request
+            got[model] = json.loads(p.chat_request(TURNS, model).body)
         assert len(server.received) == 1  # one list for all
     return got
 
@@ -351,7 +354,7 @@ def test_stop_ends_the_asking_for_the_list_too():
     """The list is asked for before the question: Stop then ends it, and the question is never sent."""
     import threading
     import time
-    from calibre_plugins.bookai.core.cancel import CancelToken
+
     from calibre_plugins.bookai.core.messages import Done
     cancel, chunks = CancelToken(), []
     with ScriptedServer([Reply(200, chunks=[b'{"data": [', b']}'], stall_after=1)]) as server:

@@ -111,8 +111,8 @@ def test_a_saved_value_that_cannot_work_is_said_instead_of_ready(edited, name):
     edited({'openai_compatible': {'base_url': 'http://127.0.0.1:9/v1', name: SAVED_BAD[name]}})
     p = get_provider('openai_compatible')
     label = p.option_named(name).label
-    assert p.missing_setup().startswith(f'The setting "{label}" of OpenAI compatible cannot be used: ')
-    assert p.timeouts.read > 0 and p.timeouts.connect > 0  # read as the default meanwhile: never a crash
+    assert p.config.missing_setup().startswith(f'The setting "{label}" of OpenAI compatible cannot be used: ')
+    assert p.config.timeouts.read > 0 and p.config.timeouts.connect > 0  # read as the default meanwhile: never a crash
     out = io.StringIO()
     assert cli.main(['providers'], stdout=out, stderr=io.StringIO()) == cli.OK
     line = next(x for x in out.getvalue().splitlines() if 'openai_compatible' in x)

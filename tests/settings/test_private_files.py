@@ -29,9 +29,9 @@ def test_saving_a_provider_keeps_the_key_out_of_the_settings_file(qapp):
         assert 'sk-ant-private-0123456789' in f.read()
     assert mode(prefs_file) == mode(secrets_file) == 0o600
     saved = get_provider('anthropic')  # a new instance reads what was saved
-    assert saved.api_key == 'sk-ant-private-0123456789' and saved.option('max_tokens') == 1234
+    assert saved.config.api_key == 'sk-ant-private-0123456789' and saved.config.option('max_tokens') == 1234
     secret_store().delete('anthropic', 'api_key')
-    assert get_provider('anthropic').api_key == ''
+    assert get_provider('anthropic').config.api_key == ''
 
 
 def test_private_files_are_never_readable_by_others(tmp_path):
