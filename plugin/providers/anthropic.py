@@ -10,6 +10,7 @@ from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.capabilities import Capability
+from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.models import Model, timestamp_of
 from calibre_plugins.bookai.providers.options import Option
 from calibre_plugins.bookai.providers.streaming import StreamState, json_of
@@ -42,10 +43,12 @@ class Anthropic(AIProviderPlugin):
     tier_patterns = (('high', r'claude-opus-[\w.-]+'), ('medium', r'claude-sonnet-[\w.-]+'),
                      ('low', r'claude-haiku-[\w.-]+'))
 
-    def auth_headers(self) -> dict[str, str]:
-        return {'x-api-key': self.config.api_key} if self.config.api_key else {}
+    @classmethod
+    def auth_headers(cls, config: ProviderConfig) -> dict[str, str]:
+        return {'x-api-key': config.api_key} if config.api_key else {}
 
-    def extra_headers(self) -> dict[str, str]:
+    @classmethod
+    def extra_headers(cls, config: ProviderConfig) -> dict[str, str]:
         return {'anthropic-version': API_VERSION}
 
     def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:

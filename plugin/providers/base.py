@@ -13,7 +13,7 @@ A provider is one small class that knows its wire format and nothing else:
   default is the /embeddings route most services copy from OpenAI);
 - with Capability.IMAGE_GENERATION (and IMAGE_EDITING, when it can change an image it is
   given): `image_request()` and `parse_image_answer()`;
-- where a service differs, the choices below their defaults: `auth_headers()`,
+- where a service differs, the choices below their defaults: `address()`, `auth_headers()`,
   `extra_headers()`, `prepare_chat()`, `estimate_cost()`, `prepare_image()`, `image_model()`,
   `automatic_model()`, `pick_for_tier()`.
 
@@ -76,11 +76,7 @@ class AIProviderPlugin:
         """settings: option values (default: the user's saved ones); secrets: a store with
         get(provider, name) (default: the user's); transport: shared HTTP (default: one per process)."""
         self.config = ProviderConfig(type(self), settings, secrets)
-        self.connection = Connection(self, self.config, transport)
-        self.answering = Answering(self)
-        self.embedding = Embedding(self)
-        self.image_making = ImageMaking(self)
-        self.model_list = ModelList(self)
+        self.connection = Connection(type(self), self.config, transport)
 
     # its options, declared {{{
 
@@ -136,7 +132,8 @@ class AIProviderPlugin:
         """The vectors in an embeddings answer, in the order of the texts."""
         return [item['embedding'] for item in sorted(data['data'], key=lambda item: item.get('index', 0))]
 
-    def parse_error(self, status: int, body: str) -> tuple[str, str]:
+    @classmethod
+    def parse_error(cls, status: int, body: str) -> tuple[str, str]:
         """(message, code) from an error body; the generic reading knows the usual JSON shapes."""
         try:
             data = limits.load_json(body)
@@ -170,11 +167,18 @@ class AIProviderPlugin:
 
     # where services differ {{{
 
-    def auth_headers(self) -> dict[str, str]:
-        """The headers that carry the key (a provider may send it its own way)."""
-        return {'Authorization': f'Bearer {self.config.api_key}'} if self.config.api_key else {}
+    @classmethod
+    def address(cls, config: ProviderConfig) -> str:
+        """The address of the service's API, from the settings: as set, else the provider's default."""
+        return (config.option('base_url') or cls.default_base_url).rstrip('/')
 
-    def extra_headers(self) -> dict[str, str]:
+    @classmethod
+    def auth_headers(cls, config: ProviderConfig) -> dict[str, str]:
+        """The headers that carry the key (a provider may send it its own way)."""
+        return {'Authorization': f'Bearer {config.api_key}'} if config.api_key else {}
+
+    @classmethod
+    def extra_headers(cls, config: ProviderConfig) -> dict[str, str]:
         """Headers a provider sends with every request besides the key; ValueError for ones the user set wrong."""
         return {}
 
@@ -211,6 +215,25 @@ class AIProviderPlugin:
     # }}}
 
     # the operations, as calibre's AIProviderPlugin names them {{{
+
+    # The operations are made when asked for, not kept: each holds its provider, and a provider that
+    # held them back would live until Python's cycle collector came, its connections open meanwhile.
+
+    @property
+    def answering(self) -> Answering:
+        return Answering(self)
+
+    @property
+    def embedding(self) -> Embedding:
+        return Embedding(self)
+
+    @property
+    def image_making(self) -> ImageMaking:
+        return ImageMaking(self)
+
+    @property
+    def model_list(self) -> ModelList:
+        return ModelList(self)
 
     def text_chat(self, messages: Iterable[Message], use_model: str = '', cancel: CancelToken | None = None,
                   max_tokens: int | None = None) -> Iterator[Chunk]:

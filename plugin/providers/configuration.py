@@ -87,7 +87,7 @@ class ProviderConfig:
 
     @cached_property
     def base_url(self) -> str:
-        return (self.option('base_url') or self.provider.default_base_url).rstrip('/')
+        return self.provider.address(self)
 
     @cached_property
     def timeouts(self) -> Timeouts:

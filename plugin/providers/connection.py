@@ -41,7 +41,9 @@ T = TypeVar('T')
 class Connection:
     """The HTTP side of one provider: what its wire format (the provider) says, sent and read back."""
 
-    def __init__(self, provider: 'AIProviderPlugin', config: ProviderConfig, transport: Transport | None = None):
+    def __init__(self, provider: 'type[AIProviderPlugin]', config: ProviderConfig, transport: Transport | None = None):
+        """provider: the class of the provider (its instance holds this connection: no cycle, so that
+        a provider no longer used is freed at once, with its transport's connections)."""
         self.provider = provider
         self.config = config
         self._transport = transport
@@ -73,9 +75,9 @@ class Connection:
     @cached_property
     def _headers(self) -> dict[str, str]:
         h = {'Content-Type': 'application/json'}
-        h.update(self.provider.auth_headers())
+        h.update(self.provider.auth_headers(self.config))
         try:
-            h.update(self.provider.extra_headers())
+            h.update(self.provider.extra_headers(self.config))
         except ValueError as e:  # the user's extra headers
             raise NotConfigured(_('{provider}: {problem}').format(provider=self.name, problem=e)) from None
         return h

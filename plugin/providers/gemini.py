@@ -24,6 +24,7 @@ from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.capabilities import Capability
+from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.pricing import count
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.options import Option
@@ -77,8 +78,9 @@ class GoogleGemini(AIProviderPlugin):
     tier_patterns = (('high', r'gemini-[\d.]+-pro(-preview[\w-]*)?'), ('medium', r'gemini-[\d.]+-flash'),
                      ('low', r'gemini-[\d.]+-flash-lite'))
 
-    def auth_headers(self) -> dict[str, str]:
-        return {'x-goog-api-key': self.config.api_key} if self.config.api_key else {}
+    @classmethod
+    def auth_headers(cls, config: ProviderConfig) -> dict[str, str]:
+        return {'x-goog-api-key': config.api_key} if config.api_key else {}
 
     def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         system = '\n\n'.join(m.text for m in messages if m.role in (Role.SYSTEM, Role.DEVELOPER))

@@ -8,6 +8,7 @@ from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, 
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.capabilities import Capability
+from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.models import Model, timestamp_of
 from calibre_plugins.bookai.providers.options import Option, parse_headers
 from calibre_plugins.bookai.providers.streaming import StreamState
@@ -32,9 +33,10 @@ class Ollama(AIProviderPlugin):
                minimum=0, maximum=10_000_000),
     )
 
-    def extra_headers(self) -> dict[str, str]:
+    @classmethod
+    def extra_headers(cls, config: ProviderConfig) -> dict[str, str]:
         # sent with every request, model listing and chat alike
-        return dict(parse_headers(self.config.option('headers') or ()))
+        return dict(parse_headers(config.option('headers') or ()))
 
     def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         payload = {'model': model, 'stream': True, 'messages': [
@@ -78,7 +80,8 @@ class Ollama(AIProviderPlugin):
     def parse_embeddings(self, data: dict) -> list[list[float]]:
         return data['embeddings']
 
-    def parse_error(self, status: int, body: str) -> tuple[str, str]:
+    @classmethod
+    def parse_error(cls, status: int, body: str) -> tuple[str, str]:
         message, code = super().parse_error(status, body)
         return message, code or ('model' if status == 404 else '')
 

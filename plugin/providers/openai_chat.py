@@ -11,7 +11,6 @@ through its images API (/images/generations and, with a JSON body, /images/edits
 docs.x.ai)."""
 
 from collections.abc import Iterator
-from functools import cached_property
 from typing import Any, cast, overload
 
 from calibre_plugins.bookai.core.cancel import CancelToken
@@ -22,6 +21,7 @@ from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.capabilities import Capability
+from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.options import Option, parse_headers
 from calibre_plugins.bookai.providers.streaming import StreamState, json_of
@@ -166,15 +166,16 @@ class OpenAICompatible(OpenAIChat):
         TEMPERATURE,
     )
 
-    @cached_property
-    def base_url(self) -> str:
-        url = (self.config.option('base_url') or preset_url(self.config.option('preset'))).rstrip('/')
+    @classmethod
+    def address(cls, config: ProviderConfig) -> str:
+        url = (config.option('base_url') or preset_url(config.option('preset'))).rstrip('/')
         if url and url.count('/') == 2:  # an address with no path: the API lives under /v1
             url += '/v1'
         return url
 
-    def extra_headers(self) -> dict[str, str]:
-        return dict(parse_headers(self.config.option('headers') or ()))
+    @classmethod
+    def extra_headers(cls, config: ProviderConfig) -> dict[str, str]:
+        return dict(parse_headers(config.option('headers') or ()))
 
     # images {{{
 
@@ -239,7 +240,8 @@ class GitHubModels(OpenAIChat):
     tier_patterns = (('high', r'openai/gpt-\d[\d.]*'), ('medium', r'openai/gpt-\d[\d.]*-mini'),
                      ('low', r'openai/gpt-\d[\d.]*-nano'))
 
-    def extra_headers(self) -> dict[str, str]:
+    @classmethod
+    def extra_headers(cls, config: ProviderConfig) -> dict[str, str]:
         return {'X-GitHub-Api-Version': '2022-11-28', 'Accept': 'application/json'}
 
     def models_request(self) -> Request:

@@ -20,6 +20,7 @@ from calibre_plugins.bookai.core.images import Image, ImageAddress, ImageResult,
 from calibre_plugins.bookai.core.messages import Cost, Message, Usage, money
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.capabilities import Capability
+from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.models import Model, kept_models
 from calibre_plugins.bookai.providers.openai_chat import OpenAIChat, number
 from calibre_plugins.bookai.providers.options import Option
@@ -171,7 +172,8 @@ class OpenRouter(OpenAIChat):
         self.fallbacks[chosen[0].id] = tuple(dict.fromkeys(m.id for m in chosen[1:] if m.id != chosen[0].id))
         return chosen[0].id
 
-    def extra_headers(self) -> dict[str, str]:
+    @classmethod
+    def extra_headers(cls, config: ProviderConfig) -> dict[str, str]:
         return {'X-Title': 'Book AI'}
 
     def chat_payload(self, messages: list[Message], model: str, max_tokens: int | None) -> dict:

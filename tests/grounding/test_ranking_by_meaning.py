@@ -16,7 +16,7 @@ from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question, ranked
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.grounding.index import Index, passages
-from calibre_plugins.bookai.providers import base
+from calibre_plugins.bookai.providers import operations
 from calibre_plugins.bookai.providers.registry import get_provider
 from helpers.books import quick_start_epub
 from helpers.peers import LlamaServer
@@ -115,7 +115,7 @@ def test_ranked_fuses_bm25_and_embeddings(guide, provider, small_set, embedded):
 
 
 def test_building_tells_its_progress_and_stops(monkeypatch, provider, small_set, embedded):
-    monkeypatch.setattr(base, 'EMBED_BATCH', 3)  # the batches the provider asks in
+    monkeypatch.setattr(operations, 'EMBED_BATCH', 3)  # the batches the provider asks in
     seen = []
     built = EmbeddingIndex.build(provider, small_set, progress=lambda done, total: seen.append((done, total)))
     assert seen == [(3, 8), (6, 8), (8, 8)] and built.vectors == embedded.vectors

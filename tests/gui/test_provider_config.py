@@ -44,7 +44,7 @@ def test_typed_values_reach_the_provider(qapp):
     tested = w.provider_with_these_settings()
     assert tested.config.base_url == 'http://127.0.0.1:9/v1'
     assert tested.config.api_key == 'sk-typed-key-123'
-    assert tested.extra_headers() == {'X-One': '1', 'X-Two': 'two words'}
+    assert tested.extra_headers(tested.config) == {'X-One': '1', 'X-Two': 'two words'}
     assert tested.choose_model() == 'some/model:7b'
     w.editors['headers'].setPlainText('not a header')
     assert 'Name: value' in w.validate()

@@ -249,3 +249,39 @@ def test_this_machines_own_addresses_never_go_through_the_proxy():
                          transport=transport)
         assert ask(p).text == 'direct'
     assert proxy.received == [] and len(local.received) == 1
+
+
+@pytest.fixture
+def no_cycle_collector():
+    import gc
+    gc.collect()
+    gc.disable()
+    yield
+    gc.enable()
+
+
+def test_a_provider_no_longer_used_is_freed_at_once_with_its_connections(no_cycle_collector):
+    """A provider and its parts hold no cycle: one no longer used is freed as soon as it is let go,
+    its transport and the connection it kept with it, not when Python's cycle collector comes (a
+    long session or test run otherwise ran out of file descriptors)."""
+    import weakref
+    with ScriptedServer([Reply(200, chunks=chat_stream('one two'))]) as s:
+        p = get_provider('openai_compatible', settings={'base_url': s.url + '/v1', 'model': 'm'},
+                         transport=kept_transport())
+        assert ask(p).text == 'one two'
+        assert p.connection.transport.keeps_connections_to(s.url)
+        held = weakref.ref(p), weakref.ref(p.connection), weakref.ref(p.connection.transport)
+        del p
+        assert [ref() for ref in held] == [None, None, None]
+
+
+@pytest.mark.parametrize('name', ['openai', 'anthropic', 'gemini', 'openrouter', 'ollama', 'lmstudio', 'github',
+                                  'grok', 'venice', 'openai_compatible'])
+def test_no_provider_holds_a_cycle(name, no_cycle_collector):
+    import weakref
+    p = get_provider(name, settings={'api_key': KEY}, transport=Transport(proxies={}))
+    assert p.connection.headers() and p.connection.is_local in (True, False) and isinstance(p.config.missing_setup(), str)
+    parts = p.answering, p.embedding, p.image_making, p.model_list
+    held = [weakref.ref(x) for x in (p, p.config, p.connection, p.connection.transport, *parts)]
+    del p, parts
+    assert [ref() for ref in held] == [None] * len(held)
