@@ -24,7 +24,8 @@ printing its output whole when it ends. The summary ends with one line:
 "total: N passed, N failed, N skipped".
 
 --quick runs, as any user, on this machine's own calibre (Debian's calibre package,
-with python3-pytest and python3-hypothesis), the tests that need nothing but
+with python3-pytest, python3-hypothesis, python3-mypy and gettext: what is missing is said in
+one line before anything runs), the tests that need nothing but
 calibre's runtime in one process: no display or Qt application, no host root, no
 LLM peer or keyring, no calibre program started. tests/conftest.py works out which
 tests those are from what each one uses and marks them `quick`; this selects them
@@ -137,20 +138,23 @@ def types_checked():
     return code == 0
 
 
-def run_quick(pytest_args):
-    """The quick run on this machine's calibre, as the user running it; returns pytest's exit code."""
-    if not shutil.which('calibre-debug'):
-        raise SystemExit('calibre-debug is not on PATH: the quick run needs calibre '
-                         '(on Debian: apt-get install calibre python3-pytest python3-hypothesis)')
+def quick_missing():
+    """The Debian packages the quick run needs that this machine lacks: calibre; pytest and hypothesis
+    in calibre's Python (Debian's calibre runs on Debian's, asked in its stead when calibre is
+    missing); mypy, which runs first; gettext, whose msgfmt the build's tests compare with."""
+    calibre = shutil.which('calibre-debug')
     # a plain loop: calibre-debug -c runs the code inside a function, where a comprehension would
     # not see the import
-    found = subprocess.run(['calibre-debug', '-c', 'import importlib.util\nfor m in ("pytest", "hypothesis"):\n'
-                            '    print(m, importlib.util.find_spec(m) is not None)'],
-                           capture_output=True, text=True)
-    missing = [m for m in ('pytest', 'hypothesis') if f'{m} True' not in found.stdout.splitlines()]
-    if missing:
-        raise SystemExit(f'The quick run needs {" and ".join(missing)} in calibre\'s Python; on Debian: '
-                         f'sudo apt-get install {" ".join("python3-" + m for m in missing)}')
+    code = ('import importlib.util\nfor m in ("pytest", "hypothesis"):\n'
+            '    print(m, importlib.util.find_spec(m) is not None)')
+    found = subprocess.run([calibre or typecheck.PYTHON, '-c', code], capture_output=True, text=True).stdout
+    return (([] if calibre else ['calibre'])
+            + [f'python3-{m}' for m in ('pytest', 'hypothesis') if f'{m} True' not in found.splitlines()]
+            + ([] if typecheck.mypy_typeshed() else ['python3-mypy']) + ([] if shutil.which('msgfmt') else ['gettext']))
+
+
+def run_quick(pytest_args):
+    """The quick run on this machine's calibre, as the user running it; returns pytest's exit code."""
     scratch = Path(tempfile.mkdtemp(prefix='bookai-quick-'))
     (scratch / 'calibre-config').mkdir()
     (scratch / 'runtime').mkdir(mode=0o700)
@@ -218,6 +222,9 @@ def main(argv=None):
     if a.quick:
         if a.host or a.allow_skips or a.no_setup or a.setup_only:
             ap.error('--quick runs on this machine\'s calibre only, with no set-up and no skips')
+        missing = quick_missing()  # all of it in one line, before mypy would name its own part
+        if missing:
+            raise SystemExit(f'The quick run needs more from Debian: as root, apt-get install {" ".join(missing)}')
         return run_quick(pytest_args) if types_checked() else 1
     if os.geteuid() != 0:  # the hosts are chroots
         if not shutil.which('sudo'):

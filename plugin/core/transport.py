@@ -259,6 +259,11 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def usable(conn: Connection) -> bool:
+    """A kept connection is used again if it has not been idle too long and its server has not closed it."""
+    return time.monotonic() - conn.kept_at <= IDLE_SECONDS and still_open(conn.sock)
+
+
 def still_open(sock: socket.socket | None) -> bool:
     """An idle HTTP connection has nothing to read: readable means the server closed it
     (or sent something it should not have). Either way it is not to be used."""
@@ -321,7 +326,7 @@ class Transport:
             conn = self._idle.pop(key, None)
         if conn is None:
             return None
-        if time.monotonic() - conn.kept_at <= IDLE_SECONDS and still_open(conn.sock):
+        if usable(conn):
             return conn
         self.found_closed(key, conn)
         return None
@@ -333,16 +338,19 @@ class Transport:
         conn.close()
 
     def keep(self, key: tuple, conn: Connection) -> None:
-        """Keep conn, whose answer was read to its end, for the next request to key."""
+        """Keep conn, whose answer was read to its end, for the next request to key; and close
+        the other kept connections that can no longer be used (idle too long, or closed by their
+        server): each holds a descriptor until its own address is asked again, which may be
+        never (one a server asked once: a long test run passed a user's 1,024 open files)."""
         if key in self._closes_at_once:
             conn.close()
             return
         conn.kept_at = time.monotonic()
         with self._idle_lock:
-            old = self._idle.pop(key, None)
+            old = [self._idle.pop(k) for k, c in list(self._idle.items()) if k == key or not usable(c)]
             self._idle[key] = conn
-        if old is not None:
-            old.close()
+        for c in old:
+            c.close()
 
     def keeps_connections_to(self, url: str) -> bool:
         """False once the server at url was seen closing its connections right after answering."""

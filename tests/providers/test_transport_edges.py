@@ -198,6 +198,22 @@ def test_a_kept_connection_the_server_closed_is_not_used_and_nothing_is_sent_twi
     assert s.received[0]['client'] != s.received[1]['client']
 
 
+def test_kept_connections_their_servers_closed_are_let_go_when_another_is_kept():
+    """One connection is kept per address, and used again only for that address: one whose server
+    has since closed it is closed when the next one is kept, not held (a descriptor each) until its
+    address is asked again. A quick run asks hundreds of servers once each: it ran out of a user's
+    1,024 open files."""
+    transport = kept_transport()
+    urls = []
+    for text in ('one', 'two', 'three'):
+        with ScriptedServer([Reply(200, chunks=chat_stream(text))]) as s:
+            p = get_provider('openai_compatible', settings={'base_url': s.url + '/v1', 'model': 'm'},
+                             transport=transport)
+            assert ask(p).text == text
+            urls.append(s.url)
+    assert list(transport._idle) == [transport.route(urls[-1]).key]  # the last one's, which nothing asked since
+
+
 def test_calibres_proxy_is_used_for_a_remote_service_with_its_credentials():
     with ScriptedServer([Reply(200, chunks=chat_stream('via the proxy'))]) as proxy:
         host_port = proxy.url.split('//')[1]
