@@ -215,7 +215,7 @@ class SettingsFile(FileSurface):
         from calibre_plugins.bookai.providers.registry import get_provider
         for name, settings in config['providers'].items():
             try:
-                shown.append(get_provider(name, settings=dict(settings)).wrong_setting())
+                shown.append(get_provider(name, settings=dict(settings)).config.wrong_setting())
             except KeyError:
                 pass
         config['provider'] = 'ollama'  # a setting saved: the file is set aside first when damaged
