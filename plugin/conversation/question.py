@@ -60,8 +60,8 @@ class Question:
 def by_meaning(provider: 'AIProviderPlugin', scope: str) -> bool:
     """Whether passages are ranked by meaning too: as the settings say, for the scopes that rank,
     with a provider on this computer that embeds (an online one would get the whole book)."""
-    return (scope in ('position', 'book') and plugin_prefs()['retrieval'] == 'embeddings' and provider.connection.is_local
-            and bool(provider.capabilities & Capability.EMBEDDINGS))
+    return (scope in ('position', 'book') and plugin_prefs()['retrieval'] == 'embeddings'
+            and provider.connection.is_local and bool(provider.capabilities & Capability.EMBEDDINGS))
 
 
 def meaning(provider: 'AIProviderPlugin', index: Index, question: str, kept: EmbeddingIndex | None = None,

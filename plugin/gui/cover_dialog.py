@@ -672,8 +672,9 @@ class CoverDialog(CoverWindow):
         self.view.set_message(_('The cover appears here. Nothing is sent before you click Generate.'))
         self.change_edit.clear()
         self.choices.prompt_edit.setPlainText(styles.style_by_name(self.choices.style_key).template)
-        self.status.setText(_('Total since this window opened: {cost}').format(cost=cost_text(
-            total_cost(self.costs), self.provider is not None and self.provider.connection.is_local)) if self.costs else '')
+        local = self.provider is not None and self.provider.connection.is_local
+        self.status.setText(_('Total since this window opened: {cost}').format(
+            cost=cost_text(total_cost(self.costs), local)) if self.costs else '')
         self.update_state()
 
     def preview_request(self) -> tuple[PromptFor, Image | None, CoverChoices]:

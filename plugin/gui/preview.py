@@ -36,7 +36,8 @@ def destination(provider: 'AIProviderPlugin') -> str:
     """Where the messages go, in words."""
     if provider.connection.is_local:
         return _('{provider}, on this computer').format(provider=provider.display_name)
-    host = site(provider.config.base_url) or shown_address(provider.config.base_url)  # a look-alike as punycode, no user:password@
+    address = provider.config.base_url
+    host = site(address) or shown_address(address)  # a look-alike as punycode, no user:password@
     return _('{provider}, at {host}').format(provider=provider.display_name, host=host)
 
 

@@ -312,7 +312,8 @@ def make_covers(db: Any, ids: Sequence[int], choices: CoverChoices, provider: 'A
                                                                               title=one_line(outcome.title)))
             if log is not None:
                 if outcome.status == 'made':
-                    log(f'Made: {outcome.title} ({outcome.model}; {cost_text(outcome.cost, provider.connection.is_local)})')
+                    cost = cost_text(outcome.cost, provider.connection.is_local)
+                    log(f'Made: {outcome.title} ({outcome.model}; {cost})')
                 elif outcome.status == 'failed':
                     log(f'Failed: {outcome.title}: {outcome.error}')
 

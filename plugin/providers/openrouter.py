@@ -203,8 +203,9 @@ class OpenRouter(OpenAIChat):
         """OpenRouter's models that make images, by id (its catalogue filtered by output
         modalities, which the plain list leaves the image-only ones out of); asked once."""
         if self._image_models is None:
-            data = self.connection.json_answer(self.connection.request('/models?output_modalities=image'), '', cancel or CancelToken(),
-                                    _('{provider} sent a model list that could not be read.'))
+            data = self.connection.json_answer(
+                self.connection.request('/models?output_modalities=image'), '', cancel or CancelToken(),
+                _('{provider} sent a model list that could not be read.'))
             items = data.get('data') if isinstance(data, dict) else None
             listed = kept_models(self.parse_models({'data': items[:limits.MAX_MODELS] if isinstance(items, list)
                                                     else []}))

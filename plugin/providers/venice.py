@@ -311,8 +311,9 @@ class Venice(OpenAIChat):
     def image_models(self, cancel: CancelToken | None = None) -> dict[str, ImageModel]:
         """Venice's image models that are online, by id, as its live list gives them (asked once)."""
         if self._image_models is None:
-            data = self.connection.json_answer(self.connection.request('/models?type=image'), '', cancel or CancelToken(),
-                                    _('{provider} sent a model list that could not be read.'))
+            data = self.connection.json_answer(
+                self.connection.request('/models?type=image'), '', cancel or CancelToken(),
+                _('{provider} sent a model list that could not be read.'))
             items = dict_of(data).get('data') if isinstance(data, dict) else data
             found = (image_model_of(e) for e in list_of(items)[:limits.MAX_MODELS] if isinstance(e, dict))
             self._image_models = {m.id: m for m in found if m is not None}
