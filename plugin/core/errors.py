@@ -8,7 +8,7 @@ key: the transport redacts every secret it sent before building one.
 
 Secrets is the one place that knows what a secret looks like once a service
 echoes it, and Secrets.redacted() the one function every value a provider hands
-back passes (providers/base.py): a secret is found
+back passes (providers/connection.py, operations.py): a secret is found
 
 - in any case ("bearer sk-..." lower-cased in a 401, or upper-cased);
 - with any of its characters, some or all, written as it is or encoded on its own:

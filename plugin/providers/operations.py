@@ -41,13 +41,18 @@ EMBED_BATCH = 64  # texts per embeddings request
 MOST_EMBEDDING_VALUE = 1e6
 
 
-class Answering:
-    """One answer to a conversation, streamed."""
+class Operation:
+    """What every operation holds: its provider (the wire format), that provider's connection, and
+    its name as the reader sees it. Made when asked for (AIProviderPlugin.answering...), not kept."""
 
     def __init__(self, provider: 'AIProviderPlugin'):
         self.provider = provider
         self.connection = provider.connection
         self.name = provider.display_name
+
+
+class Answering(Operation):
+    """One answer to a conversation, streamed."""
 
     def text_chat(self, messages: Iterable[Message], use_model: str = '', cancel: CancelToken | None = None,
                   max_tokens: int | None = None) -> Iterator[Chunk]:
@@ -118,13 +123,8 @@ class Answering:
             state.checked()
 
 
-class Embedding:
+class Embedding(Operation):
     """Vectors for texts, for ranking passages by meaning."""
-
-    def __init__(self, provider: 'AIProviderPlugin'):
-        self.provider = provider
-        self.connection = provider.connection
-        self.name = provider.display_name
 
     def model(self, cancel: CancelToken | None = None) -> str:
         """The model that makes embeddings: as set, else the provider's default, else the chat model."""
@@ -176,13 +176,8 @@ class Embedding:
         return vectors
 
 
-class ImageMaking:
+class ImageMaking(Operation):
     """An image made from words (a cover), or an image changed as words ask (Refine)."""
-
-    def __init__(self, provider: 'AIProviderPlugin'):
-        self.provider = provider
-        self.connection = provider.connection
-        self.name = provider.display_name
 
     def generate_image(self, prompt: str, aspect: str = '2:3', source: Image | None = None, model: str = '',
                        cancel: CancelToken | None = None) -> ImageResult:
@@ -232,14 +227,9 @@ class ImageMaking:
         return result
 
 
-class ModelList:
+class ModelList(Operation):
     """The service's live model list, cached for a day in calibre's cache folder (providers/models.py),
     and the model chosen from it."""
-
-    def __init__(self, provider: 'AIProviderPlugin'):
-        self.provider = provider
-        self.connection = provider.connection
-        self.name = provider.display_name
 
     def models(self, refresh: bool = False, cancel: CancelToken | None = None) -> list[Model]:
         """The list, with no secret of the provider's in it: redacted as it is read (json_answer) and
