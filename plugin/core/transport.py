@@ -347,10 +347,13 @@ class Transport:
             return
         conn.kept_at = time.monotonic()
         with self._idle_lock:
-            old = [self._idle.pop(k) for k, c in list(self._idle.items()) if k == key or not usable(c)]
+            old = self._idle.pop(key, None)
+            closed = [(k, self._idle.pop(k)) for k, c in list(self._idle.items()) if not usable(c)]
             self._idle[key] = conn
-        for c in old:
-            c.close()
+        if old is not None:
+            old.close()
+        for k, c in closed:  # as take_kept() would have found them: a server that closed at once is learned
+            self.found_closed(k, c)
 
     def keeps_connections_to(self, url: str) -> bool:
         """False once the server at url was seen closing its connections right after answering."""

@@ -214,6 +214,25 @@ def test_kept_connections_their_servers_closed_are_let_go_when_another_is_kept()
     assert list(transport._idle) == [transport.route(urls[-1]).key]  # the last one's, which nothing asked since
 
 
+def test_a_server_found_closing_at_once_when_another_is_kept_is_learned_as_such():
+    """A kept connection let go because its server closed it at once, found when another one is
+    kept, teaches what finding it when asking again teaches: that server closes every connection."""
+    import time
+    transport = kept_transport()
+    with ScriptedServer([Reply(200, chunks=chat_stream('one'))]) as closing:
+        p = get_provider('openai_compatible', settings={'base_url': closing.url + '/v1', 'model': 'm'},
+                         transport=transport)
+        assert ask(p).text == 'one' and transport.keeps_connections_to(closing.url)
+        closing.close_connections()
+        time.sleep(0.2)  # the close reaches this end
+        with ScriptedServer([Reply(200, chunks=chat_stream('two'))]) as other:
+            p = get_provider('openai_compatible', settings={'base_url': other.url + '/v1', 'model': 'm'},
+                             transport=transport)
+            assert ask(p).text == 'two'
+        assert not transport.keeps_connections_to(closing.url)
+        assert list(transport._idle) == [transport.route(other.url).key]
+
+
 def test_calibres_proxy_is_used_for_a_remote_service_with_its_credentials():
     with ScriptedServer([Reply(200, chunks=chat_stream('via the proxy'))]) as proxy:
         host_port = proxy.url.split('//')[1]
