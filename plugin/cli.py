@@ -482,15 +482,15 @@ def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str, co
     try:
         check_place(args.scope, position)  # before anything is embedded: nothing goes without a place
         provider = ranking_provider(args)
-        vectors = book_meaning(provider, args.scope, index, text)
         room = None
-        if provider is not None:
+        if provider is not None:  # first, as the windows learn it (gui/conversation_panel.py)
             cancel = CancelToken()
             try:
                 with ctrl_c_cancels(cancel):
                     room = book_text_room(provider, conv, text, args.model or '', cancel)
             except Cancelled:
                 raise Exit(STOPPED, _('Stopped.')) from None
+        vectors = book_meaning(provider, args.scope, index, text)
         embedding_index, question_vector = vectors or (None, None)
         return book_question(text, args.scope, book, index, position, args.text or '', None, embedding_index,
                              question_vector, room)

@@ -81,6 +81,11 @@ def meaning(provider: 'AIProviderPlugin', index: Index, question: str, kept: Emb
 # most the answer may take): at most a quarter of a small window
 ANSWER_ROOM = 2048
 
+# the smallest window Book AI takes any model to have, without asking: llama.cpp's server used
+# to default to it, and every cloud model reads more. A question whose book text, conversation
+# and answer fit in it is sent without asking the service (book_text_room()).
+ASSUMED_WINDOW = 4096
+
 
 @dataclass(frozen=True)
 class Room:
@@ -99,14 +104,20 @@ def room_in(window: int, messages: list[Message]) -> Room:
 
 
 def book_text_room(provider: 'AIProviderPlugin', conv: 'Conversation', question: str, use_model: str = '',
-                   cancel: CancelToken | None = None) -> Room | None:
+                   cancel: CancelToken | None = None, wanted: int | None = None) -> Room | None:
     """The Room the model that will answer question in conv has (use_model, else the one the
     conversation pinned, else the provider's own: as exchange.Exchange sends it), from its context
     window (provider.context_window(), which may ask the service: not on the GUI thread); None when
     its window is unknown, or the model cannot be chosen (sending then says why); a Room with why
     when the service was asked and failed to say. Nothing is asked of a provider not set up yet (sending
-    then says why). Raises Cancelled on Stop."""
+    then says why). wanted is the most tokens of book text the question would send (default: the
+    reader's "Book text per question, at most"): when they fit in ASSUMED_WINDOW with the rest,
+    nothing is asked, and None comes back. Raises Cancelled on Stop."""
     if provider.config.missing_setup():
+        return None
+    if wanted is None:
+        wanted = plugin_prefs()['book_text_budget']
+    if room_in(ASSUMED_WINDOW, conv.messages_for(question, ' ', spoiler_safe=True)).tokens >= wanted:
         return None
     try:
         model = use_model or conv.model or provider.choose_model(cancel=cancel)

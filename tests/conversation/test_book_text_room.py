@@ -8,7 +8,9 @@ import pytest
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.exchange import Exchange
-from calibre_plugins.bookai.conversation.question import ANSWER_ROOM, Room, book_question, book_text_room, room_in
+from calibre_plugins.bookai.conversation.question import (
+    ANSWER_ROOM, ASSUMED_WINDOW, Room, book_question, book_text_room, room_in,
+)
 from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN, Message, Role
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.providers.registry import get_provider
@@ -17,6 +19,7 @@ from helpers.peers import RecordingProxy
 
 QUESTION = 'How do I convert books to another format?'
 BUDGET = 1500
+LARGE_BUDGET = 6000
 TINY_CONTEXT = 1024
 TINY_TOKENS = 8
 
@@ -56,15 +59,15 @@ def test_a_small_room_sends_fewer_passages_and_says_so(guide):
 
 
 def test_a_small_model_gets_only_what_fits(tiny, guide):
-    """The real llama-server says its context (1,024 tokens) at /props; the question built for it
-    carries fewer passages than the reader's 1,500 tokens, and that is what the server receives."""
+    """The real llama-server says its context (1,024 tokens) at /props; a reader who allows 6,000
+    tokens of book text a question gets fewer, and that is what the server receives."""
     with RecordingProxy(tiny.base_url) as proxy:
         provider = get_provider('openai_compatible', settings={'base_url': proxy.base_url + '/v1', 'model': 'tiny'})
         conv = Conversation([])
-        room = book_text_room(provider, conv, QUESTION)
+        room = book_text_room(provider, conv, QUESTION, wanted=LARGE_BUDGET)
         assert room is not None and room.window == TINY_CONTEXT and 0 < room.tokens < BUDGET
-        question = book_question(QUESTION, 'book', guide, budget=BUDGET, room=room)
-        today = book_question(QUESTION, 'book', guide, budget=BUDGET)
+        question = book_question(QUESTION, 'book', guide, budget=LARGE_BUDGET, room=room)
+        today = book_question(QUESTION, 'book', guide, budget=LARGE_BUDGET)
         assert 0 < len(question.places) < len(today.places) and tokens_of(question) <= room.tokens
         exchange = Exchange(conv, provider, question)
         for chunk in exchange.chunks():
@@ -75,9 +78,24 @@ def test_a_small_model_gets_only_what_fits(tiny, guide):
         # (whether it then fits depends on the model's tokenizer: Book AI counts CHARS_PER_TOKEN characters
         # a token; the tiny model's tokenizer counts about three times as many, so it is not asserted here)
         # the next question: a turn that failed is not sent again, so it takes no room; asked once
-        assert book_text_room(provider, conv, QUESTION) == room
+        assert book_text_room(provider, conv, QUESTION, wanted=LARGE_BUDGET) == room
         assert [path for _m, path, _b in proxy.received].count('/props') == 1
 
+
+def test_what_fits_in_any_model_is_sent_without_asking(tiny):
+    """Book text, conversation and answer that fit in ASSUMED_WINDOW go without a question to the
+    service (the reader's 1,500 tokens by default); more than that, and the service is asked."""
+    with RecordingProxy(tiny.base_url) as proxy:
+        provider = get_provider('openai_compatible', settings={'base_url': proxy.base_url + '/v1', 'model': 'tiny'})
+        assert book_text_room(provider, Conversation([]), QUESTION, wanted=BUDGET) is None
+        assert proxy.received == []
+        conv = Conversation([])
+        fits = room_in(ASSUMED_WINDOW, conv.messages_for(QUESTION, ' ', spoiler_safe=True)).tokens
+        assert 2000 < fits < ASSUMED_WINDOW - ANSWER_ROOM // 2  # the answer keeps a quarter of 4,096
+        assert book_text_room(provider, conv, QUESTION, wanted=fits) is None
+        assert proxy.received == []
+        assert book_text_room(provider, conv, QUESTION, wanted=fits + 1) is not None
+        assert [path for _m, path, _b in proxy.received] == ['/props']
 
 
 def test_a_window_the_service_failed_to_say_is_said_and_the_budget_holds(guide):
