@@ -61,7 +61,7 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.question import (
-    MEANING_FAILED, Question, book_question, by_meaning, library_book_text, library_question, meaning,
+    MEANING_FAILED, Question, book_question, book_text_room, by_meaning, library_book_text, library_question, meaning,
 )
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
@@ -434,7 +434,9 @@ def ask(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
         text = action.prompt(conv.books)
     else:
         text = args.prompt
-    question = Question(text) if args.scope == 'metadata' else with_book_text(library, args, text)
+    question = Question(text) if args.scope == 'metadata' else with_book_text(library, args, text, conv)
+    for notice in question.notices:  # as the windows tell them, before anything is sent
+        say(sys.stderr, notice)
     if args.show_sent:
         return show_sent(question.messages(conv), stdout)
     provider = provider_for(args)
@@ -446,13 +448,13 @@ def ask(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
     return OK if kept else NOT_WRITTEN
 
 
-def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str) -> Question:
+def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str, conv: Conversation) -> Question:
     """The question with the passages of the book that --scope sends, from the format
     choose_format() picks: EPUB and KEPUB read directly, other formats converted by calibre in
     this process, once (the text is kept in the text cache). Ranked by meaning too where the
     settings say so (by_meaning(): the provider set up, when it is one on this computer), and
-    within the reader's "Book text per question, at most", as the windows do
-    (conversation/question.py)."""
+    within the reader's "Book text per question, at most", never more than the model has room
+    for in conv (book_text_room()), as the windows do (conversation/question.py)."""
     if len(args.book) != 1:
         raise Exit(USAGE, _('Book text can be sent about one book at a time.'))
     if args.scope == 'selection' and not args.text:
@@ -479,8 +481,19 @@ def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str) ->
         position = saved_position(db.format_abspath(book_id, fmt), book)
     try:
         check_place(args.scope, position)  # before anything is embedded: nothing goes without a place
-        vectors = book_meaning(ranking_provider(args), args.scope, index, text)
-        return book_question(text, args.scope, book, index, position, args.text or '', None, *vectors)
+        provider = ranking_provider(args)
+        room = None
+        if provider is not None:  # first, as the windows learn it (gui/conversation_panel.py)
+            cancel = CancelToken()
+            try:
+                with ctrl_c_cancels(cancel):
+                    room = book_text_room(provider, conv, text, args.model or '', cancel)
+            except Cancelled:
+                raise Exit(STOPPED, _('Stopped.')) from None
+        vectors = book_meaning(provider, args.scope, index, text)
+        embedding_index, question_vector = vectors or (None, None)
+        return book_question(text, args.scope, book, index, position, args.text or '', None, embedding_index,
+                             question_vector, room)
     except NoPlace:
         raise Exit(USAGE, _('Book AI does not know where you are in this book, so it cannot keep to what you have '
                             'read: give your place with --position FRACTION, or open the book in calibre\'s E-book '

@@ -14,7 +14,9 @@ Nothing here waits on a window: the callers read the book's text, rank by
 meaning (meaning(), in a thread in the windows, when by_meaning() says so), ask
 the reader's consent, and say in their own words why nothing was sent (NoPlace,
 LibrarySearchError). The reader's "Book text per question, at most" is read here,
-so the windows and the command line send the same passages for the same settings.
+so the windows and the command line send the same passages for the same settings; and it is
+held here to what the model in use has room for (book_text_room(), asked before the question
+is built: in a thread in the windows), never more.
 """
 
 from collections.abc import Iterable
@@ -23,7 +25,8 @@ from typing import TYPE_CHECKING
 
 from calibre_plugins.bookai.conversation.prompts import library_block, passages_block
 from calibre_plugins.bookai.core.cancel import CancelToken
-from calibre_plugins.bookai.core.messages import Message
+from calibre_plugins.bookai.core.errors import ProviderError
+from calibre_plugins.bookai.core.messages import Message, estimated_tokens
 from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook
@@ -74,25 +77,91 @@ def meaning(provider: 'AIProviderPlugin', index: Index, question: str, kept: Emb
     return ei, embed_question(provider, ei, question, cancel)
 
 
+# tokens kept for the answer in the model's window when it is known (a question asks for no
+# most the answer may take): at most a quarter of a small window
+ANSWER_ROOM = 2048
+
+# the smallest window Book AI takes any model to have, without asking: llama.cpp's server used
+# to default to it, and every cloud model reads more. A question whose book text, conversation
+# and answer fit in it is sent without asking the service (book_text_room()).
+ASSUMED_WINDOW = 4096
+
+
+@dataclass(frozen=True)
+class Room:
+    """What the model in use has room for: its context window, and the tokens of book text left
+    in it after the conversation so far, the question and the answer (0 or less: none). With why,
+    the window is not known: the service was asked and could not say (why, in words)."""
+    window: int
+    tokens: int
+    why: str = ''
+
+
+def room_in(window: int, messages: list[Message]) -> Room:
+    """The Room in a window of that many tokens, when messages (what the question sends without
+    its passages) go with them, and the answer keeps ANSWER_ROOM (at most a quarter of the window)."""
+    return Room(window, window - estimated_tokens(messages) - min(ANSWER_ROOM, window // 4))
+
+
+def book_text_room(provider: 'AIProviderPlugin', conv: 'Conversation', question: str, use_model: str = '',
+                   cancel: CancelToken | None = None, wanted: int | None = None) -> Room | None:
+    """The Room the model that will answer question in conv has (use_model, else the one the
+    conversation pinned, else the provider's own: as exchange.Exchange sends it), from its context
+    window (provider.context_window(), which may ask the service: not on the GUI thread); None when
+    its window is unknown, or the model cannot be chosen (sending then says why); a Room with why
+    when the service was asked and failed to say. Nothing is asked of a provider not set up yet (sending
+    then says why). wanted is the most tokens of book text the question would send (default: the
+    reader's "Book text per question, at most"): when they fit in ASSUMED_WINDOW with the rest,
+    nothing is asked, and None comes back. Raises Cancelled on Stop."""
+    if provider.config.missing_setup():
+        return None
+    if wanted is None:
+        wanted = plugin_prefs()['book_text_budget']
+    if room_in(ASSUMED_WINDOW, conv.messages_for(question, ' ', spoiler_safe=True)).tokens >= wanted:
+        return None
+    try:
+        model = use_model or conv.model or provider.choose_model(cancel=cancel)
+        window = provider.context_window(model, cancel)
+    except ProviderError:
+        return None
+    if window is None:
+        return None
+    if not window.tokens:
+        return Room(0, 0, window.why)
+    return room_in(window.tokens, conv.messages_for(question, ' ', spoiler_safe=True))
+
+
 MEANING_FAILED = _('Passages could not be ranked by meaning ({error}); they are ranked by their words.')
 
 
 def book_question(text: str, scope: str, book: Book, index: Index | None = None, position: float | None = None,
                   selection: str = '', budget: int | None = None, embedding_index: EmbeddingIndex | None = None,
-                  question_vector: list[float] | None = None) -> Question:
+                  question_vector: list[float] | None = None, room: Room | None = None) -> Question:
     """text, with the passages of book that scope sends (grounding.scopes): position is the
     reader's place (a fraction of the book, or None), selection the text selected, budget the
-    most tokens of them (default: the reader's "Book text per question, at most"). With an
-    embedding_index of the book's passages and the question's vector, they are ranked by
-    meaning too. When none fits, only the book's details go, and the reader is told. Raises
+    most tokens of them (default: the reader's "Book text per question, at most"), never more
+    than room, what the model has room for (book_text_room(); None: unknown, the budget holds).
+    With an embedding_index of the book's passages and the question's vector, they are ranked
+    by meaning too. When none fits, only the book's details go, and the reader is told. Raises
     NoPlace when the scope keeps to the reader's place and none is known: nothing is sent."""
     if budget is None:
         budget = plugin_prefs()['book_text_budget']
+    notices: tuple[str, ...] = ()
+    if room is not None and room.why:
+        notices = (_('Book AI could not learn how much the model reads at once ({why}); the passages keep to '
+                     'the book text your settings allow per question.').format(why=room.why),)
+    elif room is not None and room.tokens < budget:
+        asked, budget = budget, max(0, room.tokens)
+        notices = ((_('The conversation so far fills what the model reads at once ({window} tokens): no passage '
+                      'of the book goes with this question. A new conversation has room for them.') if budget == 0
+                    else _('The model reads {window} tokens at once: at most {tokens} tokens of the book go with '
+                           'this question, fewer than the {budget} your settings allow.')).format(
+            window=f'{room.window:,}', tokens=f'{budget:,}', budget=f'{asked:,}'),)
     ex = excerpt(book, scope, text, position, selection, budget, index, embedding_index, question_vector)
     if not ex.passages:
-        return Question(text, notices=(_('No passage of the book fits this question there; only the book\'s '
-                                         'details go with it.'),), excerpt=ex)
-    return Question(text, passages_block(ex), ex.until is not None, ex.places, excerpt=ex)
+        return Question(text, notices=notices + (_('No passage of the book fits this question there; only the '
+                                                   'book\'s details go with it.'),), excerpt=ex)
+    return Question(text, passages_block(ex), ex.until is not None, ex.places, notices, excerpt=ex)
 
 
 def library_question(db: 'Cache', text: str, book_ids: Iterable[int] | None = None) -> Question:

@@ -79,6 +79,11 @@ MAX_CONVERSATION_BYTES = 64 * 1024 * 1024
 # read timeout, is a setting of each provider.)
 ANSWER_SECONDS = 60 * 60
 
+# How long a question waits, at most, to learn the context window of the model from the service
+# (llama.cpp's /props, Ollama's /api/show, LM Studio's model list): for the connection, then for
+# each read. A server slower than that is taken not to say, and the window is unknown.
+CONTEXT_LOOKUP_SECONDS = 15.0
+
 # One image a service sends (a cover it made): its size once decoded, and the size of the JSON
 # body that carries it as base64 (a third larger, plus the words around it). A 1536x1024 PNG
 # from OpenAI's images API is 2 to 4 MB; a 4K image from Imagen is about 20 MB. Its width and

@@ -33,7 +33,9 @@ from calibre_plugins.bookai.conversation.conversation import Conversation, usage
 from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.notes import conversation_markdown
 from calibre_plugins.bookai.conversation.prompts import passage_texts
-from calibre_plugins.bookai.conversation.question import MEANING_FAILED, Question, book_question, by_meaning, meaning
+from calibre_plugins.bookai.conversation.question import (
+    MEANING_FAILED, Question, Room, book_question, book_text_room, by_meaning, meaning,
+)
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import Answer, Chunk, ReasoningDelta, TextDelta
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
@@ -285,19 +287,24 @@ class ConversationPanel(QWidget):
         def loaded(text: BookText | None, error: str) -> None:
             if not self.waiting_for(token):
                 return  # stopped, or the window closed, while the book was read
-            if text is not None and by_meaning(provider, scope):  # still waiting: for the embeddings
-                if self.place_unknown(text, scope):  # nothing goes, not even to be embedded
-                    self.stop_waiting(token)
-                    return self.give_back(typed)
-                read = text  # not None, in the lambda too
-                return self.rank_by_meaning(provider, read, question, token, lambda *meaning: chosen(read, *meaning))
-            self.stop_waiting(token)
             if text is None:
+                self.stop_waiting(token)
                 self.show_notice(error + ' ' + _('Nothing was sent.'))
                 return self.give_back(typed)
-            chosen(text)
+            if self.place_unknown(text, scope):  # nothing goes, not even to be embedded
+                self.stop_waiting(token)
+                return self.give_back(typed)
+            read = text  # not None, in the lambda too
+            self.learn_room(provider, question, token, lambda room: roomed(read, room))  # still waiting
 
-        def chosen(text: BookText, embedding_index: EmbeddingIndex | None = None,
+        def roomed(text: BookText, room: Room | None) -> None:
+            if by_meaning(provider, scope):  # still waiting: for the embeddings
+                return self.rank_by_meaning(provider, text, question, token,
+                                            lambda *meaning: chosen(text, room, *meaning))
+            self.stop_waiting(token)
+            chosen(text, room)
+
+        def chosen(text: BookText, room: Room | None, embedding_index: EmbeddingIndex | None = None,
                    question_vector: list[float] | None = None) -> None:
             if not text.skipped_told and (note := text.book.skipped_note()):
                 text.skipped_told = True
@@ -305,7 +312,7 @@ class ConversationPanel(QWidget):
             selection = grounding.selection() if grounding.selection else ''
             try:
                 q = book_question(question, scope, text.book, text.index, self.position(text, scope), selection,
-                                  embedding_index=embedding_index, question_vector=question_vector)
+                                  embedding_index=embedding_index, question_vector=question_vector, room=room)
             except NoPlace:
                 self.say_no_place()
                 return self.give_back(typed)
@@ -333,6 +340,23 @@ class ConversationPanel(QWidget):
         self.loading = None
         self.update_state()
         return True
+
+    def learn_room(self, provider: 'AIProviderPlugin', question: str, token: object,
+                   then: Callable[['Room | None'], None]) -> None:
+        """What the model has room for in this conversation (book_text_room(), in a thread: it may
+        ask the service), then then(room); None, as unknown, when that fails."""
+        self.loading_cancel = cancel = CancelToken()
+        conv = self.conv
+
+        def work() -> 'Room | None':
+            return book_text_room(provider, conv, question, cancel=cancel)
+
+        def done(room: 'Room | None', exc: BaseException | None) -> None:
+            if not self.waiting_for(token):
+                return
+            self.loading_cancel = None
+            then(room if exc is None else None)
+        run_in_thread(work, done, self)
 
     def rank_by_meaning(self, provider: 'AIProviderPlugin', text: BookText, question: str, token: object,
                         then: Callable[..., None]) -> None:

@@ -15,7 +15,7 @@ A provider is one small class that knows its wire format and nothing else:
   given): `image_request()` and `parse_image_answer()`;
 - where a service differs, the choices below their defaults: `address()`, `auth_headers()`,
   `extra_headers()`, `prepare_chat()`, `estimate_cost()`, `prepare_image()`, `image_model()`,
-  `automatic_model()`, `pick_for_tier()`.
+  `automatic_model()`, `pick_for_tier()`, `served_context()`.
 
 The rest is made of parts, one job each, the same for every service:
 
@@ -43,6 +43,7 @@ from calibre_plugins.bookai.providers import pricing
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.connection import Connection
+from calibre_plugins.bookai.providers.context import ContextWindow
 from calibre_plugins.bookai.providers.models import Model, model_for_tier
 from calibre_plugins.bookai.providers.operations import Answering, Embedding, ImageMaking, ModelList
 from calibre_plugins.bookai.providers.options import Option, declared_options
@@ -77,6 +78,7 @@ class AIProviderPlugin:
         get(provider, name) (default: the user's); transport: shared HTTP (default: one per process)."""
         self.config = ProviderConfig(type(self), settings, secrets)
         self.connection = Connection(type(self), self.config, transport)
+        self.context_windows: dict[str, ContextWindow | None] = {}  # by model: ModelList.context_window()
 
     # its options, declared {{{
 
@@ -189,6 +191,14 @@ class AIProviderPlugin:
         """usage's cost when the service told none: estimated from the dated price table."""
         return pricing.estimate(self.name, model, usage)
 
+    def served_context(self, model: str, cancel: CancelToken) -> ContextWindow | None:
+        """The context window of model as the reader set it for this service, or as the service
+        itself says of the model it serves, beyond its model list (a local server's loaded
+        context); None when it says nothing more. Each request made for it is quick (Connection.open)
+        and read bounded (json_answer); a figure that is not one (context.window_tokens) is none.
+        Raises ProviderError or Cancelled (ModelList.context_window() then looks elsewhere)."""
+        return None
+
     def prepare_image(self, source: Image | None, model: str, cancel: CancelToken) -> None:
         """What the provider must know before it asks for an image (with the image's Stop)."""
 
@@ -253,6 +263,10 @@ class AIProviderPlugin:
     def models(self, refresh: bool = False, cancel: CancelToken | None = None) -> list[Model]:
         """ModelList.models: the live model list, cached for a day."""
         return self.model_list.models(refresh, cancel)
+
+    def context_window(self, model: str, cancel: CancelToken | None = None) -> ContextWindow | None:
+        """ModelList.context_window: how many tokens model reads at once, and where that was learned."""
+        return self.model_list.context_window(model, cancel)
 
     def choose_model(self, tier: str | None = None, cancel: CancelToken | None = None) -> str:
         """ModelList.choose: the configured model, or the one chosen from the live list."""

@@ -21,7 +21,7 @@ from calibre_plugins.bookai.core.images import Image, image_from_bytes
 from calibre_plugins.bookai.core.multipart import encode_multipart
 from calibre_plugins.bookai.core.streams import NDJSONDecoder, SSEDecoder
 from calibre_plugins.bookai.core.transport import (
-    HTTPError, Request, Response, Transport, http_error_to_provider_error, is_local as is_local_host,
+    HTTPError, Request, Response, Timeouts, Transport, http_error_to_provider_error, is_local as is_local_host,
 )
 from calibre_plugins.bookai.core.web_links import shown_address
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
@@ -92,6 +92,14 @@ class Connection:
         return Request(self.config.base_url + path, method or ('GET' if payload is None else 'POST'), self.headers(),
                        body, secrets=self.secret_values)
 
+    def request_at_root(self, path: str, payload: object = None) -> Request:
+        """A request to path on the server itself, beside its OpenAI-compatible API: base_url
+        without a final /v1 (llama.cpp's /props, LM Studio's /api/v0/models)."""
+        req = self.request(path, payload)
+        base = self.config.base_url
+        req.url = base.removesuffix('/v1') + path
+        return req
+
     def multipart_request(self, path: str, fields: Iterable[tuple[str, str]],
                           files: Iterable[tuple[str, str, str, bytes]]) -> Request:
         """A multipart/form-data POST to base_url + path (core/multipart.py), with this provider's
@@ -155,20 +163,28 @@ class Connection:
 
     # answers {{{
 
-    def open(self, request: Request, model: str, cancel: CancelToken) -> Response:
-        """The response to request; an error status raised as the ProviderError it means."""
+    def open(self, request: Request, model: str, cancel: CancelToken, quick: bool = False) -> Response:
+        """The response to request; an error status raised as the ProviderError it means. quick:
+        waited for at most limits.CONTEXT_LOOKUP_SECONDS (to connect, then for each read), for
+        what a question only looks up on the way."""
+        timeouts = self.config.timeouts
+        if quick:
+            most = limits.CONTEXT_LOOKUP_SECONDS
+            timeouts = Timeouts(min(timeouts.connect, most), min(timeouts.read, most))
         try:
-            return self.transport.open(request, self.config.timeouts, cancel, provider=self.name)
+            return self.transport.open(request, timeouts, cancel, provider=self.name)
         except HTTPError as e:
             message, code = self.provider.parse_error(e.status, e.body)
             raise http_error_to_provider_error(e, self.name, message, code, model) from None
 
-    def json_answer(self, request: Request, model: str, cancel: CancelToken, unreadable: str) -> Any:
-        """The JSON the service answers to request; unreadable (with {provider}) says when it is not JSON.
+    def json_answer(self, request: Request, model: str, cancel: CancelToken, unreadable: str,
+                    quick: bool = False) -> Any:
+        """The JSON the service answers to request; unreadable (with {provider}) says when it is not JSON;
+        quick: as open() says.
         A body larger than limits.MAX_JSON_BYTES, nested deeper than limits.MAX_JSON_DEPTH or
         holding more values than its size allows (limits.JSON_MEMORY_PER_BYTE) is not read:
         TooLarge, ProtocolError."""
-        response = self.open(request, model, cancel)
+        response = self.open(request, model, cancel, quick)
         body = response.read_all(limits.MAX_JSON_BYTES + 1)
         if len(body) > limits.MAX_JSON_BYTES:
             raise too_large(self.name, limits.MAX_JSON_BYTES)

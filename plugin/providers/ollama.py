@@ -1,14 +1,18 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Ollama, on this computer or on one you run it on."""
 
+import re
 from collections.abc import Iterator
+from typing import Any
 
+from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import error_for_status
 from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
+from calibre_plugins.bookai.providers.context import ContextWindow, window_tokens
 from calibre_plugins.bookai.providers.models import Model, timestamp_of
 from calibre_plugins.bookai.providers.options import Option, parse_headers
 from calibre_plugins.bookai.providers.streaming import StreamState
@@ -56,6 +60,17 @@ class Ollama(AIProviderPlugin):
             payload['options'] = options
         return self.connection.request('/api/chat', payload)
 
+    def served_context(self, model: str, cancel: CancelToken) -> ContextWindow | None:
+        """The reader's context length when set (it is what Ollama is asked to use); else what
+        /api/show says of model: the num_ctx it is set up with, else its own context_length."""
+        if ctx := int(self.config.option('context_length') or 0):
+            return ContextWindow(ctx, 'setting')
+        data = self.connection.json_answer(
+            self.connection.request('/api/show', {'model': model}), model, cancel,
+            _('{provider} sent an answer about its model that could not be read.'), quick=True)
+        tokens = context_of_show(data)
+        return ContextWindow(tokens, 'service') if tokens else None
+
     def read_stream(self, objects: Iterator[object], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         for obj in objects:
             if not isinstance(obj, dict):
@@ -91,3 +106,23 @@ class Ollama(AIProviderPlugin):
     def parse_models(self, data: dict) -> list[Model]:
         return [Model(m.get('model') or m['name'], m.get('name', ''), timestamp_of(m.get('modified_at')))
                 for m in data.get('models', ()) if m.get('model') or m.get('name')]
+
+
+NUM_CTX = re.compile(r'^num_ctx[ \t]+(\d{1,15})[ \t]*$', re.MULTILINE)
+
+
+def context_of_show(data: Any) -> int | None:
+    """The context window in Ollama's answer to /api/show: the num_ctx among its parameters (a
+    text of "name value" lines), else model_info's "<architecture>.context_length"; None when
+    it holds no window (context.window_tokens)."""
+    if not isinstance(data, dict):
+        return None
+    parameters = data.get('parameters')
+    if isinstance(parameters, str) and (found := NUM_CTX.search(parameters)):
+        if tokens := window_tokens(int(found.group(1))):
+            return tokens
+    info = data.get('model_info')
+    if not isinstance(info, dict):
+        return None
+    arch = info.get('general.architecture')
+    return window_tokens(info.get(f'{arch}.context_length')) if isinstance(arch, str) and len(arch) <= 64 else None

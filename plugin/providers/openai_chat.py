@@ -13,6 +13,7 @@ docs.x.ai)."""
 from collections.abc import Iterator
 from typing import Any, cast, overload
 
+from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
 from calibre_plugins.bookai.core.images import Image, ImageResult, images_api_result
@@ -22,6 +23,7 @@ from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
+from calibre_plugins.bookai.providers.context import ContextWindow, window_tokens
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.options import Option, parse_headers
 from calibre_plugins.bookai.providers.streaming import StreamState, json_of
@@ -177,6 +179,17 @@ class OpenAICompatible(OpenAIChat):
     def extra_headers(cls, config: ProviderConfig) -> dict[str, str]:
         return dict(parse_headers(config.option('headers') or ()))
 
+    def served_context(self, model: str, cancel: CancelToken) -> ContextWindow | None:
+        """On a server on this computer only (connection.is_local), what llama.cpp's llama-server
+        says at /props: the context each request gets (another server answers 404: unknown)."""
+        if not self.connection.is_local:
+            return None
+        data = self.connection.json_answer(
+            self.connection.request_at_root('/props'), model, cancel,
+            _('{provider} sent an answer about its model that could not be read.'), quick=True)
+        tokens = context_of_props(data)
+        return ContextWindow(tokens, 'service') if tokens else None
+
     # images {{{
 
     def image_model(self, cancel: CancelToken | None = None) -> str:
@@ -213,6 +226,34 @@ class LMStudio(OpenAIChat):
     default_read_timeout = 600.0
     default_base_url = 'http://localhost:1234/v1'
     options = (TEMPERATURE,)
+
+    def served_context(self, model: str, cancel: CancelToken) -> ContextWindow | None:
+        """What LM Studio's own API (/api/v0/models) says of model: the context it is loaded
+        with, else the most it can be loaded with."""
+        data = self.connection.json_answer(
+            self.connection.request_at_root('/api/v0/models'), model, cancel,
+            _('{provider} sent an answer about its model that could not be read.'), quick=True)
+        tokens = context_of_lmstudio(data, model)
+        return ContextWindow(tokens, 'service') if tokens else None
+
+
+def context_of_props(data: Any) -> int | None:
+    """The context window in llama-server's answer to /props: default_generation_settings.n_ctx
+    (the context of one of its slots, which is what a request gets); None when it holds none."""
+    settings = data.get('default_generation_settings') if isinstance(data, dict) else None
+    return window_tokens(settings.get('n_ctx')) if isinstance(settings, dict) else None
+
+
+def context_of_lmstudio(data: Any, model: str) -> int | None:
+    """The context window of model in LM Studio's /api/v0/models: loaded_context_length when it
+    is loaded, else max_context_length; None when it is not listed or holds none."""
+    items = data.get('data') if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return None
+    for m in items[:limits.MAX_MODELS]:
+        if isinstance(m, dict) and m.get('id') == model:
+            return window_tokens(m.get('loaded_context_length')) or window_tokens(m.get('max_context_length'))
+    return None
 
 
 @overload

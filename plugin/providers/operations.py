@@ -22,6 +22,7 @@ from calibre_plugins.bookai.core.images import Image, ImageAddress, ImageResult
 from calibre_plugins.bookai.core.messages import Chunk, Delta, Done, Failed, Message, Usage
 from calibre_plugins.bookai.providers import pricing
 from calibre_plugins.bookai.providers.capabilities import Capability
+from calibre_plugins.bookai.providers.context import ContextWindow, table_window, window_tokens
 from calibre_plugins.bookai.providers.models import (
     Model, cache_path, first_items, kept_models, read_models_cache, write_models_cache,
 )
@@ -39,6 +40,8 @@ EMBED_BATCH = 64  # texts per embeddings request
 # The largest number an embedding may hold: real ones are a few units at most (most are normalized to
 # length 1); a larger one (1e308) would overflow the similarities, and NaN compares as nothing.
 MOST_EMBEDDING_VALUE = 1e6
+
+MOST_WINDOWS_KEPT = 64  # context windows a provider keeps learned, one per model asked about
 
 
 class Operation:
@@ -263,3 +266,41 @@ class ModelList(Operation):
         """The configured model; else the one the provider chooses from the list (the newest of the tier)."""
         configured = (self.provider.config.option('model') or '').strip()
         return configured or self.provider.automatic_model(tier, cancel)
+
+    def context_window(self, model: str, cancel: CancelToken | None = None) -> ContextWindow | None:
+        """How many tokens model reads at once (its question and its answer together), and where
+        that was learned (providers/context.py): as the reader set it or the service says of the
+        model it serves (the provider's served_context()), else as the live model list gives it,
+        else from the dated table; None when nobody says; a ContextWindow of 0 tokens, 'unknown',
+        with why in words, when the service was asked and failed to say. Never raises but
+        Cancelled on Stop. Kept for the provider's life (MOST_WINDOWS_KEPT models) once learned
+        without a failure."""
+        p = self.provider
+        if model in p.context_windows:
+            return p.context_windows[model]
+        window, failed = self.learned_window(model, cancel or CancelToken())
+        if not failed and len(p.context_windows) < MOST_WINDOWS_KEPT:
+            p.context_windows[model] = window
+        return window
+
+    def learned_window(self, model: str, cancel: CancelToken) -> tuple[ContextWindow | None, bool]:
+        """(the window, whether asking the service failed on the way)."""
+        p, problem = self.provider, None
+        try:
+            served = p.served_context(model, cancel)
+            if served is not None and window_tokens(served.tokens):
+                return served, False
+        except ProviderError as e:
+            problem = e
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError, OverflowError):
+            pass  # the service's answer was of the wrong shape: it says nothing
+        try:
+            listed = next((m.context_length for m in self.models(cancel=cancel) if m.id == model), 0)
+        except ProviderError as e:
+            problem, listed = problem or e, 0
+        if tokens := window_tokens(listed):
+            return ContextWindow(tokens, 'list'), False
+        window = table_window(p.name, model)
+        if window is None and problem is not None:
+            window = ContextWindow(0, 'unknown', why=self.connection.scrub(str(problem)))
+        return window, problem is not None

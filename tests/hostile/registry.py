@@ -251,6 +251,25 @@ def wire_entries() -> list[Entry]:
                                   base='/api/v1' if name == 'venice' else '/v1', bound='core.limits:MAX_JSON_BYTES',
                                   full=name == 'venice'),
                           attacks)))
+    for name, good, path, base, method in (
+            ('openai_compatible', W.LLAMA_PROPS, r'/props$', '/v1', 'GET'),
+            ('lmstudio', W.LMSTUDIO_MODELS, r'/api/v0/models$', '/v1', 'GET'),
+            ('ollama', W.OLLAMA_SHOW, r'/api/show$', '', 'POST')):
+        cls = CLASSES[name]
+        attacks = JSON_ATTACKS + ('numbers',)
+        parse = {'openai_compatible': 'providers.openai_chat:context_of_props',
+                 'lmstudio': 'providers.openai_chat:context_of_lmstudio',
+                 'ollama': 'providers.ollama:context_of_show'}[name]
+        out.append(Entry(
+            f'wire/{name}/context', f"what {NAMES[name]} says of the context window of the model it serves",
+            parse, 'peer', ('core.limits:MAX_JSON_BYTES', *JSON, 'core.limits:CONTEXT_LOOKUP_SECONDS',
+                            'providers.models:MOST_CONTEXT'), attacks,
+            TRANSPORT + BODY + ('providers.operations:ModelList.context_window',
+                                'providers.operations:ModelList.learned_window', 'providers.context:window_tokens',
+                                defined(cls if name != 'lmstudio' else 'providers.openai_chat:LMStudio',
+                                        'served_context'), parse),
+            W.WireSurface(W.Shape(name, 'context', good, method=method, path=path, base=base,
+                                  bound='core.limits:MAX_JSON_BYTES'), attacks)))
     return out
 
 # }}}

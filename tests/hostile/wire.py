@@ -172,6 +172,14 @@ ANTHROPIC_MODELS = {'data': [{'id': 'claude-x', 'type': 'model', 'display_name':
 GEMINI_MODELS = {'models': [{'name': 'models/gemini-x', 'displayName': 'Gemini X', 'description': 'A model.',
                              'inputTokenLimit': 1048576, 'outputTokenLimit': 8192, 'thinking': True,
                              'supportedGenerationMethods': ['generateContent', 'countTokens']}]}
+# what a local server says of the context window of the model it serves (the case's model: model-x)
+LLAMA_PROPS = {'default_generation_settings': {'n_ctx': 4096, 'params': {'temperature': 0.8}},
+               'total_slots': 1, 'model_path': 'models/x.gguf', 'chat_template': '{{ messages }}'}
+LMSTUDIO_MODELS = {'object': 'list', 'data': [
+    {'id': 'model-x', 'object': 'model', 'type': 'llm', 'state': 'loaded', 'max_context_length': 32768,
+     'loaded_context_length': 4096}]}
+OLLAMA_SHOW = {'parameters': 'num_ctx 4096\nstop "<|im_end|>"', 'model_info': {
+    'general.architecture': 'llama', 'llama.context_length': 131072}, 'details': {'family': 'llama'}}
 OLLAMA_MODELS = {'models': [{'name': 'llama-x:latest', 'model': 'llama-x:latest',
                              'modified_at': '2025-01-01T00:00:00.000000Z', 'size': 1000,
                              'details': {'family': 'llama', 'parameter_size': '1B'}}]}
@@ -222,7 +230,7 @@ VENICE_IMAGE = {'id': 'img-1', 'images': [B64], 'timing': {'total': 1000}}
 class Shape:
     """One kind of answer of one provider, and where it goes."""
     provider: str
-    kind: str                       # stream, error, models, embeddings, image, image_url, image_models
+    kind: str                       # stream, error, models, embeddings, image, image_url, image_models, context
     good: Any                       # the events of a stream, or the body
     method: str = 'POST'
     path: str = ''                  # a regular expression for the path of the request that gets it
@@ -511,6 +519,12 @@ class WireSurface(Surface):
         if os.path.exists(cached):
             with open(cached, encoding='utf-8', errors='replace') as f:
                 seen.facts['files'] = {os.path.basename(cached): f.read()}
+        return seen
+
+    def ask_context(self, p: Any) -> Observed:
+        window = p.context_window('model-x')  # unknown, with why in words, when the service failed to say
+        seen = Observed(sentence=window.why if window is not None else '', shown=[repr(window)])
+        seen.facts['numbers'] = [window.tokens] if window is not None and window.tokens else []
         return seen
 
     def ask_image_models(self, p: Any) -> Observed:
