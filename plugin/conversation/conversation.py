@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from calibre_plugins.bookai.conversation.books import BookInfo, answer_language
 from calibre_plugins.bookai.conversation.prompts import (
-    context_prompt, grounding_instructions, reading_prompt, with_passages,
+    context_prompt, grounding_instructions, reading_prompt, with_passages, with_passages_above,
 )
 from calibre_plugins.bookai.core.messages import Answer, Cost, Done, Message, Role, Usage, WebLink
 from calibre_plugins.bookai.core.printable import one_line
@@ -109,10 +109,17 @@ class Conversation:
         grounded = bool(passages) or any(t.passages for t in answered)
         spoiler_safe = spoiler_safe or any(t.spoiler_safe for t in answered)
         messages = [self.context(grounded, spoiler_safe)]
+        sent: set[str] = set()  # passages sent once are not sent again: the same block, the same numbers
+
+        def asked(text: str, block: str) -> str:
+            if block and block in sent:
+                return with_passages_above(text)
+            sent.add(block)
+            return with_passages(text, block)
         for turn in answered:
-            messages.append(Message(Role.USER, with_passages(turn.question, turn.passages)))
+            messages.append(Message(Role.USER, asked(turn.question, turn.passages)))
             messages.append(Message(Role.ASSISTANT, turn.answer, turn.reasoning, turn.reasoning_details))
-        messages.append(Message(Role.USER, with_passages(question, passages)))
+        messages.append(Message(Role.USER, asked(question, passages)))
         return messages
 
     def ask(self, question: str, passages: str = '', spoiler_safe: bool = False,

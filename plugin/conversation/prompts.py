@@ -134,6 +134,16 @@ def with_passages(question: str, passages: str) -> str:
     return f'{passages}\n\n{CITE_REMINDER}\n\n{question}' if passages else question
 
 
+# a question whose passages are the very ones an earlier question of the conversation sent (the
+# whole book read so far, asked about twice at one place): they are not sent again
+PASSAGES_ABOVE = '(The passages are the numbered ones above. Cite the passages you use as [n].)'
+
+
+def with_passages_above(question: str) -> str:
+    """The question as sent when its passages went with an earlier question of the conversation."""
+    return f'{PASSAGES_ABOVE}\n\n{question}'
+
+
 def passages_block(ex: 'Excerpt') -> str:
     """The passages of a book's Excerpt, numbered from 1, each with its chapter."""
     return numbered_block((ex.chapters[p.chapter] if p.chapter < len(ex.chapters) else '', p.text)

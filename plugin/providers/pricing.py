@@ -95,6 +95,19 @@ def prices_for(provider: str, model: str | None) -> tuple[float, float] | None:
     return table_entry(PRICES.get(provider, {}), model)
 
 
+def sending_estimate(provider: str, model: str | None, tokens: int, local: bool) -> str:
+    """About how many tokens a request is and what sending it costs, before it is sent, in words
+    (What will be sent, and the command line before a large send)."""
+    text = _('About {tokens} tokens.').format(tokens=f'{tokens:,}')
+    prices = prices_for(provider, model)
+    if prices is not None:
+        text += ' ' + _('Sending them costs about ${amount}, plus the answer.').format(
+            amount=f'{tokens * prices[0] / 1_000_000:.4f}')
+    elif not local:
+        text += ' ' + _('The cost of this model is not known to Book AI.')
+    return text
+
+
 def estimate(provider: str, model: str | None, usage: Usage) -> Cost | None:
     """The estimated Cost for usage, or None when the price or the token counts are unknown."""
     prices = prices_for(provider, model)

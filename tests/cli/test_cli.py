@@ -9,7 +9,7 @@ import pytest
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from helpers.books import quick_start_epub
-from helpers.peers import LlamaServer, direct_text
+from helpers.peers import LlamaServer, RecordingProxy, direct_text
 
 TOKENS = 24
 
@@ -199,3 +199,34 @@ def test_a_real_model_answers_from_the_book_and_shows_its_passages(cli, sandbox)
         assert (f'[{c["number"]}]' in answer) != c['repeated'], (c, answer)
     assert 'Convert books' in answer or 'Send to device' in answer, answer  # the book's own steps
 
+
+
+def test_everything_read_goes_only_with_yes_online_and_never_past_the_place(cli, sandbox):
+    """--scope so-far: to a provider not on this computer (Grok's wire, answered by llama-server as
+    "grok-3", whose published window the table has), without --yes only what would go and its cost
+    are said, and nothing is sent; with --yes every paragraph read goes, and not the one after."""
+    from calibre_plugins.bookai.grounding.extract import read_epub
+    from calibre_plugins.bookai.grounding.so_far import read_until
+    from helpers.novel import EPUB
+    book = read_epub(EPUB)
+    place = 5000 / book.length  # the tiny model reads 8,192 tokens of about a character each
+    until = read_until(book, place)
+    read = [' '.join(p.text.split()) for p in book.paragraphs if p.start + len(p.text) <= until]
+    sentinel = next(' '.join(p.text.split()) for p in book.paragraphs if p.start + len(p.text) > until)
+    lib = sandbox.make_library(EPUB)
+    with LlamaServer('tiny', alias='grok-3', ctx=8192, extra_args=('--temp', '0', '-n', '8')) as server, \
+            RecordingProxy(server.base_url) as proxy:
+        assert cli('configure', 'grok', f'base_url={proxy.base_url}/v1', 'api_key=-', 'model=grok-3',
+                   stdin='xai-test-key\n').returncode == 0
+        ask = ('ask', '--library', lib, '--book', '1', '--prompt', 'What has happened so far?', '--scope', 'so-far',
+               '--position', str(place), '--provider', 'grok')
+        r = cli(*ask)
+        assert r.returncode == 2 and 'would go to xAI Grok. About ' in r.stderr, r
+        assert 'Nothing was sent: add --yes' in r.stderr and 'goes with this' not in r.stderr
+        assert proxy.chat_requests() == []
+        r = cli(*ask, '--yes')
+        assert r.returncode == 0, r
+        assert 'Everything up to where you are goes with this question' in r.stderr
+        sent = ' '.join(' '.join(m['content'] for m in proxy.chat_requests()[-1]['messages']).split())
+    assert read and all(text in sent for text in read)
+    assert sentinel[:60] not in sent
