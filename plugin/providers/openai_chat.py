@@ -124,9 +124,12 @@ class OpenAIChat(AIProviderPlugin):
     @staticmethod
     def usage_of(usage: dict, timings: object = None) -> Usage:
         """The Usage of a usage object (Usage keeps only what are counts): the prompt's tokens read
-        from the service's cache in prompt_tokens_details (OpenAI, OpenRouter, llama.cpp's server),
-        else in llama.cpp's timings (cache_n); those written to it (OpenRouter, OpenAI's newer models)."""
+        from the service's cache in prompt_tokens_details (OpenAI, OpenRouter, llama.cpp's server,
+        xAI), else in DeepSeek's prompt_cache_hit_tokens, else in llama.cpp's timings (cache_n);
+        those written to it (OpenRouter, OpenAI's newer models)."""
         cached = count_at(usage, 'prompt_tokens_details', 'cached_tokens')
+        if cached is None:
+            cached = count_at(usage, 'prompt_cache_hit_tokens')
         if cached is None:
             cached = count_at(timings, 'cache_n')
         return Usage(usage.get('prompt_tokens'), usage.get('completion_tokens'),

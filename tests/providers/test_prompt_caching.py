@@ -290,10 +290,14 @@ def test_each_wire_format_reads_the_tokens_read_from_and_written_to_the_cache(ki
         assert u.cost == Cost(0.0042, 'USD', 'reported')  # OpenRouter's own figure, its cache counted in
 
 
-def test_llama_cpp_timings_say_what_came_from_its_cache():
+def test_llama_cpp_timings_and_deepseeks_counts_say_what_came_from_the_cache():
     u = ours('openai_chat', chat_events({'prompt_tokens': 5030, 'completion_tokens': 2, 'total_tokens': 5032},
                                         {'cache_n': 5010, 'prompt_n': 20}))
     assert (u.input_tokens, u.cached_tokens) == (5030, 5010)
+    # DeepSeek (api-docs.deepseek.com, context caching): hits and misses, in the usage itself
+    u = ours('openai_chat', chat_events({'prompt_tokens': 5030, 'completion_tokens': 2, 'total_tokens': 5032,
+                                         'prompt_cache_hit_tokens': 4992, 'prompt_cache_miss_tokens': 38}))
+    assert (u.input_tokens, u.cached_tokens) == (5030, 4992)
 
 
 # hostile values in every place a count of the cache is read: never a crash, never shown
