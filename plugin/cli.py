@@ -612,8 +612,9 @@ def provider_for(args: argparse.Namespace) -> AIProviderPlugin:
 def stream_answer(exchange: Exchange, args: argparse.Namespace, stdout: TextIO) -> None:
     """exchange's question sent; the answer streams to stdout (as text, or as --json events: the
     usage event holds the tokens read from the provider's cache and written to it), then, as
-    text, the tokens read from the cache on standard error (cache_text()). Ctrl-C stops it as Stop does in a window: the stream ends with a cancelled Done (a "done"
-    event whose finish_reason is "cancelled"), and what came is kept (see stopped())."""
+    text, the tokens read from the cache on standard error (cache_text()). Ctrl-C stops it as
+    Stop does in a window: the stream ends with a cancelled Done (a "done" event whose
+    finish_reason is "cancelled"), and what came is kept (see stopped())."""
     answer = exchange.answer
     with ctrl_c_cancels(exchange.cancel):
         for chunk in exchange.chunks():
