@@ -58,7 +58,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, NoReturn, TextIO, cast
 
 from calibre_plugins.bookai.conversation.actions import find_action, library_actions
-from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.conversation import Conversation, cache_text
 from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.question import (
@@ -632,9 +632,11 @@ def provider_for(args: argparse.Namespace) -> AIProviderPlugin:
 
 
 def stream_answer(exchange: Exchange, args: argparse.Namespace, stdout: TextIO) -> None:
-    """exchange's question sent; the answer streams to stdout (as text, or as --json events).
-    Ctrl-C stops it as Stop does in a window: the stream ends with a cancelled Done (a "done"
-    event whose finish_reason is "cancelled"), and what came is kept (see stopped())."""
+    """exchange's question sent; the answer streams to stdout (as text, or as --json events: the
+    usage event holds the tokens read from the provider's cache and written to it), then, as
+    text, the tokens read from the cache on standard error (cache_text()). Ctrl-C stops it as
+    Stop does in a window: the stream ends with a cancelled Done (a "done" event whose
+    finish_reason is "cancelled"), and what came is kept (see stopped())."""
     answer = exchange.answer
     with ctrl_c_cancels(exchange.cancel):
         for chunk in exchange.chunks():
@@ -655,6 +657,8 @@ def stream_answer(exchange: Exchange, args: argparse.Namespace, stdout: TextIO) 
         if left_out:
             say(stdout, ngettext('{count} more page the answer named is not shown.',
                                  '{count} more pages the answer named are not shown.', left_out).format(count=left_out))
+        if cached := cache_text(answer.done.usage):  # beside the answer, as the notices are
+            say(sys.stderr, cached)
 
 
 @contextmanager

@@ -131,7 +131,14 @@ def with_passages(question: str, passages: str) -> str:
     """The question as sent: after the passages of the book and the reminder to cite them
     (small models forget what the system message said by the end of the passages). The
     question comes last: a small model that reads the reminder last writes it back."""
-    return f'{passages}\n\n{CITE_REMINDER}\n\n{question}' if passages else question
+    return f'{book_part(passages)}\n\n{question}' if passages else question
+
+
+def book_part(passages: str) -> str:
+    """What with_passages() puts before the question: the passages and the reminder, the same
+    bytes for every question sent with the same passages, so that a service's prompt cache can
+    hold them ('' for none)."""
+    return f'{passages}\n\n{CITE_REMINDER}' if passages else ''
 
 
 # a question whose passages are the very ones an earlier question of the conversation sent (the
