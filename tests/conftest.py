@@ -266,6 +266,15 @@ def tiny(request: pytest.FixtureRequest) -> Iterator['LlamaServer']:
         yield server
 
 
+@pytest.fixture(autouse=True)
+def refused_windows_forgotten() -> Iterator[None]:
+    """What a service refused as too long is remembered for calibre's life (providers.context.
+    REFUSED); each test starts without it, as calibre starts, since tests share their peers."""
+    yield
+    if 'calibre_plugins.bookai.providers.context' in sys.modules:
+        sys.modules['calibre_plugins.bookai.providers.context'].REFUSED.clear()
+
+
 @pytest.fixture
 def library(sandbox: Sandbox) -> Path:
     """A calibre library of the test's own, holding calibre's Quick Start Guide."""

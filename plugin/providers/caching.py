@@ -15,9 +15,10 @@ place. What a request adds:
 - OpenAI's own service: prompt_cache_key (prompt_cache_key()), the same for every question about
   the same book and place, so that OpenAI sends them to the machine that holds its cache: a hash
   of the book's text, which tells nothing of the book;
-- llama.cpp's llama-server: cache_prompt, only to a server known to be one (is_llama_cpp_props(),
-  or an answer that carried its timings: llama_cpp_seen()), another server may refuse what it does
-  not know.
+- llama.cpp's llama-server: nothing; it keeps each slot's prompt by default (cache_prompt is
+  true unless a request says otherwise, tools/server/server-task.h). Saying it only to servers known
+  to be llama.cpp's would make a request depend on what this calibre met before, and the same
+  question would not send the same bytes from the windows and from the command line.
 
 How many tokens came from the cache is read from each service's usage (core.messages.Usage),
 priced at the cached rate (providers.pricing.CACHE_PRICES) and shown
@@ -25,7 +26,6 @@ priced at the cached rate (providers.pricing.CACHE_PRICES) and shown
 """
 
 import hashlib
-import threading
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -88,34 +88,3 @@ def is_openai_service(url: str) -> bool:
     except ValueError:
         return False
     return parts.scheme == 'https' and (parts.hostname or '') in OPENAI_HOSTS
-
-
-def is_llama_cpp_props(data: object) -> bool:
-    """Whether an answer to GET /props is llama.cpp's server's: its generation settings and its slots."""
-    return isinstance(data, dict) and isinstance(data.get('default_generation_settings'), dict) and (
-        type(data.get('total_slots')) is int)
-
-
-def llama_cpp_timings(data: object) -> bool:
-    """Whether a chunk of a chat stream carries llama.cpp's server's timings of the prompt's cache."""
-    timings = data.get('timings') if isinstance(data, dict) else None
-    return isinstance(timings, dict) and 'cache_n' in timings
-
-
-# the addresses of the servers known to be llama.cpp's, in this calibre's life
-MOST_SERVERS_KEPT = 64
-_llama_cpp: set[str] = set()
-_llama_cpp_lock = threading.Lock()
-
-
-def llama_cpp_seen(address: str) -> None:
-    """Remember that the server at address is llama.cpp's (MOST_SERVERS_KEPT at most)."""
-    with _llama_cpp_lock:
-        if address in _llama_cpp or len(_llama_cpp) < MOST_SERVERS_KEPT:
-            _llama_cpp.add(address)
-
-
-def is_llama_cpp(address: str) -> bool:
-    """Whether the server at address is known to be llama.cpp's."""
-    with _llama_cpp_lock:
-        return address in _llama_cpp

@@ -21,9 +21,7 @@ from calibre_plugins.bookai.core.messages import Cost, Message, ReasoningDelta, 
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
-from calibre_plugins.bookai.providers.caching import (
-    is_llama_cpp, is_llama_cpp_props, is_openai_service, llama_cpp_seen, llama_cpp_timings, prompt_cache_key,
-)
+from calibre_plugins.bookai.providers.caching import is_openai_service, prompt_cache_key
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.context import ContextWindow, window_tokens
@@ -93,8 +91,6 @@ class OpenAIChat(AIProviderPlugin):
                 raise self.stream_error(data['error'], state.model)
             state.model = data.get('model') or state.model
             state.response_id = data.get('id') or state.response_id
-            if llama_cpp_timings(data):  # llama.cpp's server: later questions ask it to keep its cache
-                llama_cpp_seen(self.config.base_url)
             if usage := data.get('usage'):
                 state.usage = self.usage_of(usage, data.get('timings'))
             for choice in data.get('choices') or ():
@@ -192,12 +188,6 @@ class OpenAICompatible(OpenAIChat):
     def extra_headers(cls, config: ProviderConfig) -> dict[str, str]:
         return dict(parse_headers(config.option('headers') or ()))
 
-    def chat_payload(self, messages: list[Message], model: str, max_tokens: int | None) -> dict:
-        payload = super().chat_payload(messages, model, max_tokens)
-        if is_llama_cpp(self.config.base_url):  # only to llama.cpp's server: another may refuse it
-            payload['cache_prompt'] = True
-        return payload
-
     def served_context(self, model: str, cancel: CancelToken) -> ContextWindow | None:
         """On a server on this computer only (connection.is_local), what llama.cpp's llama-server
         says at /props: the context each request gets (another server answers 404: unknown)."""
@@ -206,8 +196,6 @@ class OpenAICompatible(OpenAIChat):
         data = self.connection.json_answer(
             self.connection.request_at_root('/props'), model, cancel,
             _('{provider} sent an answer about its model that could not be read.'), quick=True)
-        if is_llama_cpp_props(data):
-            llama_cpp_seen(self.config.base_url)
         tokens = context_of_props(data)
         return ContextWindow(tokens, 'service') if tokens else None
 

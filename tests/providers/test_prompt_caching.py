@@ -13,9 +13,9 @@ import pytest
 
 from calibre_plugins.bookai.conversation.conversation import Conversation, cache_text, question_message
 from calibre_plugins.bookai.conversation.books import BookInfo
-from calibre_plugins.bookai.conversation.prompts import CITE_REMINDER, book_part
+from calibre_plugins.bookai.conversation.prompts import CITE_REMINDER, book_part, with_passages_above
 from calibre_plugins.bookai.core.messages import MOST_TOKENS, Answer, Cost, Done, Message, Role, TextDelta, Usage
-from calibre_plugins.bookai.providers import caching, pricing
+from calibre_plugins.bookai.providers import pricing
 from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
 from helpers.peers import sdk_python
 from helpers.scripted_server import Reply, ScriptedServer
@@ -56,10 +56,13 @@ def test_the_question_message_marks_where_the_books_text_ends():
 
 def test_every_turn_keeps_its_bytes_and_the_book_leads_each_question():
     first = conversation_messages()
-    second = conversation_messages(question='And then?', earlier=[('Who is there?', BOOK, 'Nobody.')])
+    second = conversation_messages(OTHER_BOOK, question='And then?', earlier=[('Who is there?', BOOK, 'Nobody.')])
     assert second[:2] == first[:2]  # the system message and the first question, byte for byte
     assert [m.text for m in second[:2]] == [m.text for m in first[:2]]
-    assert second[-1].book_text == first[-1].book_text  # the same passages: the same bytes first
+    assert second[-1].book_text == book_part(OTHER_BOOK)  # other passages: the book leads the question
+    same = conversation_messages(question='And then?', earlier=[('Who is there?', BOOK, 'Nobody.')])
+    assert same[:2] == first[:2] and same[-1].book_text == ''  # the same passages: not sent again
+    assert same[-1].text == with_passages_above('And then?')
     other_question = conversation_messages(question='Where are we?')
     assert other_question[0] == first[0] and other_question[-1].book_text == first[-1].book_text
 
@@ -74,7 +77,7 @@ def breakpoints(payload_messages):
 
 
 def test_anthropic_ends_its_cache_after_the_books_text_and_after_the_request():
-    messages = conversation_messages(question='And then?', earlier=[('Who is there?', BOOK, 'Nobody.')])
+    messages = conversation_messages(OTHER_BOOK, question='And then?', earlier=[('Who is there?', BOOK, 'Nobody.')])
     p = request('anthropic', messages)
     wire = p['messages']
     assert [m['role'] for m in wire] == ['user', 'assistant', 'user']
@@ -82,7 +85,8 @@ def test_anthropic_ends_its_cache_after_the_books_text_and_after_the_request():
     assert wire[0]['content'] == [{'type': 'text', 'text': book_part(BOOK)},
                                   {'type': 'text', 'text': '\n\nWho is there?'}]
     assert wire[1]['content'] == 'Nobody.'
-    assert wire[2]['content'][0] == {'type': 'text', 'text': book_part(BOOK), 'cache_control': {'type': 'ephemeral'}}
+    assert wire[2]['content'][0] == {'type': 'text', 'text': book_part(OTHER_BOOK),
+                                     'cache_control': {'type': 'ephemeral'}}
     assert wire[2]['content'][1] == {'type': 'text', 'text': '\n\nAnd then?', 'cache_control': {'type': 'ephemeral'}}
     assert breakpoints(wire) == [(2, 0), (2, 1)]
     assert len(breakpoints(wire)) <= 4  # Anthropic's most
@@ -95,7 +99,8 @@ def test_anthropic_ends_its_cache_after_the_books_text_and_after_the_request():
 
 
 def test_anthropic_keeps_signed_thinking_and_breakpoints_within_four():
-    messages = conversation_messages(question='Why?', earlier=[(f'q{i}', BOOK, f'a{i}') for i in range(6)])
+    messages = conversation_messages(question='Why?', earlier=[(f'q{i}', BOOK.replace('April', f'April {i}'), f'a{i}')
+                                                                  for i in range(6)])
     messages[2] = Message(Role.ASSISTANT, 'a0', 'thought', ({'type': 'thinking', 'thinking': 't', 'signature': 's'},))
     p = request('anthropic', messages, reasoning_effort='high')
     assert p['messages'][1]['content'][0] == {'type': 'thinking', 'thinking': 't', 'signature': 's'}
@@ -141,22 +146,11 @@ def test_prompt_cache_key_only_for_openai_and_the_same_for_the_same_book_and_pla
             assert 'prompt_cache_key' not in json.dumps(request(name, first)), name
 
 
-def test_cache_prompt_only_to_a_server_known_to_be_llama_cpp(monkeypatch):
-    monkeypatch.setattr(caching, '_llama_cpp', set())
+def test_no_request_says_cache_prompt():
+    """llama-server keeps the prompt by default; no request depends on what the process met before."""
     messages = conversation_messages()
-    url = 'http://127.0.0.1:9/v1'
-    assert 'cache_prompt' not in request('openai_compatible', messages, base_url=url)
-    assert not caching.is_llama_cpp_props({'default_generation_settings': {'n_ctx': 4}, 'total_slots': '1'})
-    assert not caching.is_llama_cpp_props([]) and not caching.llama_cpp_timings({'timings': []})
-    caching.llama_cpp_seen(url)
-    assert request('openai_compatible', messages, base_url=url)['cache_prompt'] is True
-    assert 'cache_prompt' not in request('openai_compatible', messages, base_url='http://127.0.0.1:10/v1')
-    for name in PROVIDERS:  # only the compatible provider: another service never gets it
-        if name != 'openai_compatible':
-            assert 'cache_prompt' not in request(name, messages, base_url=url), name
-    for i in range(caching.MOST_SERVERS_KEPT * 2):  # bounded, whatever a session meets
-        caching.llama_cpp_seen(f'http://127.0.0.1:{i}/v1')
-    assert len(caching._llama_cpp) == caching.MOST_SERVERS_KEPT
+    for name in PROVIDERS:
+        assert 'cache_prompt' not in request(name, messages, base_url='http://127.0.0.1:9/v1'), name
 
 
 def test_gemini_sends_the_same_prefix_and_nothing_that_varies():

@@ -16,7 +16,6 @@ from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.prompts import book_part
 from calibre_plugins.bookai.conversation.question import Question, book_question
 from calibre_plugins.bookai.grounding.extract import read_epub
-from calibre_plugins.bookai.providers import caching
 from calibre_plugins.bookai.providers.registry import get_provider
 from helpers.novel import AUTHOR, EPUB, TITLE
 from helpers.peers import AiMock, RecordingProxy, http, sdk_python, tiny_server
@@ -32,12 +31,6 @@ PATHS = {'openai_compatible': '/chat/completions', 'anthropic': '/messages', 'op
 @pytest.fixture(scope='module')
 def novel():
     return read_epub(EPUB)
-
-
-@pytest.fixture(autouse=True)
-def no_server_known(monkeypatch):
-    """Which servers are llama.cpp's is learned afresh in each test."""
-    monkeypatch.setattr(caching, '_llama_cpp', set())
 
 
 def about_the_novel() -> Conversation:
@@ -98,10 +91,7 @@ def test_the_second_question_reads_the_book_from_llama_servers_cache(name, novel
                                        "the provider's cache"
         sent = [json.loads(body) for method, path, body in proxy.received if path.endswith(PATHS[name])]
     assert len(sent) == (2 if name == 'openai' else 3)
-    if name == 'openai_compatible':  # cache_prompt once the server is known to be llama.cpp's: by its timings
-        assert 'cache_prompt' not in sent[0] and sent[1]['cache_prompt'] is True and sent[2]['cache_prompt'] is True
-    else:
-        assert not any('cache_prompt' in s for s in sent)
+    assert not any('cache_prompt' in s for s in sent)  # llama-server keeps the prompt by default
     if name == 'anthropic':  # the book's text, then the request's end: where the cache ends
         last = sent[-1]['messages'][-1]['content']
         assert last[0]['text'] == book_part(q1.passages) and last[0]['cache_control'] == {'type': 'ephemeral'}
