@@ -16,7 +16,7 @@ from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, 
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers import pricing
-from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, strict_schema, with_payload
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.options import Option
@@ -86,6 +86,15 @@ class OpenAI(AIProviderPlugin):
         if self.config.option('web_search'):
             payload['tools'] = [{'type': 'web_search'}]
         return self.connection.request('/responses', payload)
+
+    def structured(self, request: Request, schema: dict, name: str) -> Request:
+        """The Responses API's text.format, strict (without the keywords strict mode refuses); no
+        web search with it."""
+        def change(payload: dict) -> None:
+            payload.pop('tools', None)
+            payload['text'] = {'format': {'type': 'json_schema', 'name': name, 'strict': True,
+                                          'schema': strict_schema(schema, ('maxLength', 'minLength', 'title'))}}
+        return with_payload(request, change)
 
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         summary_parts = 0
