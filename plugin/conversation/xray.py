@@ -83,6 +83,7 @@ MAX_FAILED_ANSWERS = 3            # answers that cannot be read before a run giv
 MAX_CACHE_BYTES = 32 * 1024 * 1024  # an X-Ray kept for a book: a larger file is not read (nor written)
 MAX_RECORDS = 20000               # chapter records in one file
 MAX_SELECTION_CHARS = 200         # of a selection asked about ("Who or what is this?")
+MAX_NUMBER = 10 ** 9              # no book has this many passages or chapters: a larger number is none
 CACHE_VERSION = 1
 
 
@@ -337,7 +338,7 @@ def mention_of(item: object, numbers: Sequence[int] | None, bounds: Bounds) -> M
             continue
         if numbers is not None:
             n = numbers[n - 1] if 0 < n <= len(numbers) else -1
-        if n >= 0 and n not in cited:
+        if 0 <= n < MAX_NUMBER and n not in cited:
             cited.append(n)
     return Mention(name, kind_of(item.get('kind')), tuple(others[:bounds.other_names]),
                    clean_text(item.get('description'), bounds.description_chars), tuple(cited[:most_cited]))
@@ -601,8 +602,9 @@ def record_of(value: object, bounds: Bounds = BOUNDS) -> ChapterRecord:
     if not isinstance(value, dict):
         raise ValueError('a record that is not an object')
     chapter, complete, digest, made = (value.get(k) for k in ('chapter', 'complete', 'digest', 'made'))
-    if type(chapter) is not int or chapter < 0 or type(complete) is not bool or not isinstance(digest, str) \
-            or not re.fullmatch(r'[0-9a-f]{64}', digest) or not isinstance(made, str) or len(made) > 40:
+    if type(chapter) is not int or not 0 <= chapter < MAX_NUMBER or type(complete) is not bool \
+            or not isinstance(digest, str) or not re.fullmatch(r'[0-9a-f]{64}', digest) \
+            or not isinstance(made, str) or len(made) > 40:
         raise ValueError('a record of the wrong shape')
     items = value.get('mentions')
     if not isinstance(items, list) or len(items) > bounds.entities:
@@ -633,11 +635,11 @@ class XRayCache:
         self.folder = folder or default_folder()
 
     def book_folder(self, book: str) -> str:
-        return os.path.join(self.folder, short_hash(book, 24))
+        return os.path.join(self.folder, short_hash(book, 16))
 
     def file_of(self, key: XRayKey) -> str:
         name = re.sub(r'[^A-Za-z0-9_-]', '_', key.provider)[:40] or '_'
-        model = short_hash(key.model + '\0' + key.language, 16)
+        model = short_hash(key.model + '\0' + key.language, 12)
         return os.path.join(self.book_folder(key.book), f'{name}-{model}.json')
 
     def records(self, key: XRayKey, bounds: Bounds = BOUNDS) -> tuple[list[ChapterRecord], str]:

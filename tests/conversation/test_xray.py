@@ -48,7 +48,7 @@ def novel():
 
 def before(novel, chapter: int) -> float:
     """The place just before the novel's chapter (the EPUB's chapter n is the novel's Chapter n)."""
-    return (novel.chapters[chapter].start - 1) / novel.length
+    return (novel.chapters[chapter].start - 0.5) / novel.length
 
 
 def provider_at(url: str):
