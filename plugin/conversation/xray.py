@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -80,6 +81,7 @@ SMALLEST_PART = 300               # tokens: a part that does not fit is halved d
 KNOWN_TOKENS = 1000               # the most tokens of what is known so far sent with a part
 INSTRUCTION_TOKENS = 450          # about what the instructions take, for estimates
 MAX_FAILED_ANSWERS = 3            # answers that cannot be read before a run gives up, in words
+KEEP_EVERY = 5.0                  # seconds: what a run read is written to the cache at most this often, and at its end
 MAX_CACHE_BYTES = 32 * 1024 * 1024  # an X-Ray kept for a book: a larger file is not read (nor written)
 MAX_RECORDS = 20000               # chapter records in one file
 MAX_SELECTION_CHARS = 200         # of a selection asked about ("Who or what is this?")
@@ -453,39 +455,50 @@ class Merged:
     passages: list[int]
 
 
-def merged(mentions: Iterable[Mention], most: int = MAX_ENTITIES) -> list[Merged]:
-    """The entities mentions tell of, in order, the same entity by any of its names in any case:
+class Merger:
+    """Mentions merged into entities, in order, the same entity by any of its names in any case:
     a mention's name is looked for among the names, then among the other names, then its other
     names among the names (two entities that share another name, "Miss Bennet", stay two). A later
     description replaces an earlier one; other names and passages add up, bounded. At most most
     entities: the later ones are left out."""
-    out: list[Merged] = []
-    names: dict[str, Merged] = {}
-    others: dict[str, Merged] = {}
-    for m in mentions:
-        key = folded(m.name)
-        found = names.get(key) or others.get(key) or next(
-            (names[folded(o)] for o in m.other_names if folded(o) in names), None)
-        if found is None:
-            if len(out) >= most:
-                continue
-            found = Merged(m.name, m.kind, [], m.description, list(m.passages[:MAX_CITATIONS]))
-            out.append(found)
-            names[key] = found
-        else:
-            found.description = m.description or found.description
-            added = [n for n in m.passages if n not in found.passages]
-            found.passages = found.passages + added
-            if len(found.passages) > MAX_CITATIONS:
-                found.passages = found.passages[:2] + found.passages[-(MAX_CITATIONS - 2):]
-        for n in (m.name, *m.other_names):
-            f = folded(n)
-            if f == folded(found.name) or any(f == folded(o) for o in found.other_names):
-                continue
-            if len(found.other_names) < MAX_OTHER_NAMES:
-                found.other_names.append(n)
-            others.setdefault(f, found)
-    return out
+
+    def __init__(self, most: int = MAX_ENTITIES) -> None:
+        self.most = most
+        self.entities: list[Merged] = []
+        self.names: dict[str, Merged] = {}
+        self.others: dict[str, Merged] = {}
+
+    def add(self, mentions: Iterable[Mention]) -> 'Merger':
+        names, others = self.names, self.others
+        for m in mentions:
+            key = folded(m.name)
+            found = names.get(key) or others.get(key) or next(
+                (names[folded(o)] for o in m.other_names if folded(o) in names), None)
+            if found is None:
+                if len(self.entities) >= self.most:
+                    continue
+                found = Merged(m.name, m.kind, [], m.description, list(m.passages[:MAX_CITATIONS]))
+                self.entities.append(found)
+                names[key] = found
+            else:
+                found.description = m.description or found.description
+                added = [n for n in m.passages if n not in found.passages]
+                found.passages = found.passages + added
+                if len(found.passages) > MAX_CITATIONS:
+                    found.passages = found.passages[:2] + found.passages[-(MAX_CITATIONS - 2):]
+            for n in (m.name, *m.other_names):
+                f = folded(n)
+                if f == folded(found.name) or any(f == folded(o) for o in found.other_names):
+                    continue
+                if len(found.other_names) < MAX_OTHER_NAMES:
+                    found.other_names.append(n)
+                others.setdefault(f, found)
+        return self
+
+
+def merged(mentions: Iterable[Mention], most: int = MAX_ENTITIES) -> list[Merged]:
+    """The entities mentions tell of (Merger)."""
+    return Merger(most).add(mentions).entities
 
 # }}}
 
@@ -746,12 +759,17 @@ def answer_schema(bounds: Bounds, sent: int) -> dict:
                                  'items': {'type': 'integer', 'minimum': 1, 'maximum': max(1, sent)}}}}}}}
 
 
-def known_block(known: Sequence[Merged], text: str, most_tokens: int = KNOWN_TOKENS) -> str:
-    """The entities already known that the text names, as JSON lines, within most_tokens."""
+def known_block(known: Iterable[Merged], text: str, most_tokens: int = KNOWN_TOKENS) -> str:
+    """The entities already known that the text names, as JSON lines, within most_tokens (each
+    entity once)."""
     lines, used = [], 0
+    words, seen = set(WORD.findall(text.lower())), set()
     for m in known:
-        if not any(in_text(n, text) for n in (m.name, *m.other_names)):
+        names = (m.name, *m.other_names)
+        if folded(m.name) in seen or not any(
+                all(w in words for w in WORD.findall(n.lower())) and in_text(n, text) for n in names):
             continue
+        seen.add(folded(m.name))
         line = defused(json.dumps({'name': m.name, 'kind': m.kind, 'other_names': m.other_names,
                                    'description': m.description}, ensure_ascii=False))
         cost = len(line) // CHARS_PER_TOKEN + 1
@@ -901,16 +919,16 @@ def build_xray(book: 'Book', position: float | None, provider: 'AIProviderPlugin
                bounds: Bounds = BOUNDS) -> XRay:
     """The X-Ray of book at position (a fraction of it), made or brought up to date: each chapter
     read that the X-Ray kept for key lacks is sent to provider (key.model, key.language), in order,
-    and kept as soon as it is read. progress(done, total, title) before each chapter and at the
-    end. Raises NoPlace without a position (nothing is sent), Cancelled on Stop and the
-    ProviderError of a request that failed (the chapters read so far are kept either way); the
-    answers that could not be read are said in the XRay's notices, and their chapters are read
-    again next time."""
+    and kept as it goes (at most every KEEP_EVERY seconds, and at the end). progress(done, total,
+    title) before each chapter and at the end. Raises NoPlace without a position (nothing is
+    sent), Cancelled on Stop and the ProviderError of a request that failed (the chapters read so
+    far are kept either way); the answers that could not be read are said in the XRay's notices,
+    and their chapters are read again next time."""
     if position is None:
         raise NoPlace('xray')
-    cache = cache or XRayCache()
+    store = cache or XRayCache()
     cancel = cancel or CancelToken()
-    records, problem = cache.records(key, bounds)
+    records, problem = store.records(key, bounds)
     notices = [problem] if problem else []
     until = read_until(book, position)
     chapters = chapters_read(book, until)
@@ -920,34 +938,48 @@ def build_xray(book: 'Book', position: float | None, provider: 'AIProviderPlugin
     run = Run(provider, key.model, bounds, cancel, key.language)
     part_tokens, answer_tokens = room_for(provider, key.model, bounds, cancel) if todo else (0, 0)
     run.bounds = replace(bounds, answer_tokens=answer_tokens or bounds.answer_tokens)
-    requests = 0
-    not_kept = ''
-    for done, chapter in enumerate(todo):
-        if cancel.cancelled:
-            raise Cancelled()
-        if progress is not None:
-            progress(done, len(todo), chapter.title)
-        earlier = merged(m for c in chapters if c.number < chapter.number and c.number in have
-                         for m in have[c.number].mentions)
-        mentions, sent, ok = read_chapter(run, chapter, titles, earlier, part_tokens)
-        requests += sent
-        if not ok:
-            run.failures.failed += 1
-            if run.failures.failed >= MAX_FAILED_ANSWERS:
-                run.failures.notices.append(_('The model\'s answers could not be read {count} times: the X-Ray '
-                                              'stopped there.').format(count=run.failures.failed))
-                break
-            continue
-        record = ChapterRecord(chapter.number, chapter.complete, digest_of(chapter), now(), tuple(mentions))
-        have[chapter.number] = record
-        records = kept_with(records, record)
+    requests, done, not_kept, unsaved = 0, 0, [''], False
+    known = Merger(bounds.entities)  # what the chapters before the one read now gave
+    kept_at = time.monotonic()
+
+    def keep() -> None:
         try:
-            cache.keep(key, records)
+            store.keep(key, records)
         except OSError as e:
-            not_kept = _('The X-Ray could not be kept for next time ({error}).').format(error=e)
+            not_kept[0] = _('The X-Ray could not be kept for next time ({error}).').format(error=e)
+    try:
+        for chapter in chapters:
+            if chapter.number in have:
+                known.add(have[chapter.number].mentions)
+                continue
+            if cancel.cancelled:
+                raise Cancelled()
+            if progress is not None:
+                progress(done, len(todo), chapter.title)
+            done += 1
+            mentions, sent, ok = read_chapter(run, chapter, titles, known.entities, part_tokens)
+            requests += sent
+            if not ok:
+                run.failures.failed += 1
+                if run.failures.failed >= MAX_FAILED_ANSWERS:
+                    run.failures.notices.append(_('The model\'s answers could not be read {count} times: the '
+                                                  'X-Ray stopped there.').format(count=run.failures.failed))
+                    break
+                continue
+            record = ChapterRecord(chapter.number, chapter.complete, digest_of(chapter), now(), tuple(mentions))
+            have[chapter.number] = record
+            records = kept_with(records, record)
+            known.add(record.mentions)
+            unsaved = True
+            if time.monotonic() - kept_at > KEEP_EVERY:  # kept as it goes, for a Stop or a failure
+                keep()
+                unsaved, kept_at = False, time.monotonic()
+    finally:  # what was read is kept, whatever ends the run
+        if unsaved:
+            keep()
     if progress is not None:
         progress(len(todo), len(todo), '')
-    notices += run.failures.notices + ([not_kept] if not_kept else [])
+    notices += run.failures.notices + ([not_kept[0]] if not_kept[0] else [])
     usage = total_usage(run.usages)
     return xray_at(book, position, have.values(), bounds, notices, usage, requests)
 
@@ -968,14 +1000,14 @@ def room_for(provider: 'AIProviderPlugin', model: str, bounds: Bounds, cancel: C
 
 def read_chapter(run: Run, chapter: ChapterRead, titles: Sequence[str], earlier: list[Merged],
                  part_tokens: int) -> tuple[list[Mention], int, bool]:
-    """(the mentions of a chapter read, the requests sent, whether every answer could be read)."""
-    mentions: list[Mention] = []
+    """(the mentions of a chapter read, the requests sent, whether every answer could be read).
+    earlier: the entities the chapters before it gave."""
+    here = Merger(run.bounds.entities)
     requests = 0
     queue = parts_of(chapter.passages, part_tokens)
     while queue:
         part = queue.pop(0)
-        known = known_block(merged([*(mention_of_merged(m) for m in earlier), *mentions], run.bounds.entities),
-                            '\n'.join(p.text for p in part))
+        known = known_block([*here.entities, *earlier], '\n'.join(p.text for p in part))
         messages = xray_messages(part, titles, known, run.bounds, run.language)
         requests += 1
         try:
@@ -989,9 +1021,9 @@ def read_chapter(run: Run, chapter: ChapterRead, titles: Sequence[str], earlier:
         reading = parse_answer(text, part, run.bounds)
         run.failures.said(chapter.title, reading.problem)
         if not reading.readable:
-            return mentions, requests, False
-        mentions.extend(reading.mentions)
-    return [mention_of_merged(m) for m in merged(mentions, run.bounds.entities)], requests, True
+            return [], requests, False
+        here.add(reading.mentions)
+    return [mention_of_merged(m) for m in here.entities], requests, True
 
 
 def mention_of_merged(m: Merged) -> Mention:
