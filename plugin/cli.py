@@ -1008,7 +1008,7 @@ def xray(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
                                                                                   total=total))
     try:
         with ctrl_c_cancels(cancel):
-            key = xr.XRayKey(book_key, provider.name, args.model or provider.choose_model(cancel=cancel), language)
+            key = xr.key_for(book_key, provider, args.model or '', language, cancel)
             plan = xr.plan_xray(book, position, provider, key)
             if not plan.nothing_to_send:
                 if args.json:

@@ -602,6 +602,14 @@ class XRayKey:
     language: str = ''   # the answer language ('' for none asked)
 
 
+def key_for(book: str, provider: 'AIProviderPlugin', model: str = '', language: str = '',
+            cancel: CancelToken | None = None) -> XRayKey:
+    """The XRayKey of a book ("library id:book id", or its file) read by provider: model, else the
+    one provider.choose_model() gives (which may ask the service: not on the GUI thread; raises
+    ProviderError, or Cancelled); language: the answer language (conversation.books.answer_language)."""
+    return XRayKey(book, provider.name, model or provider.choose_model(cancel=cancel), language)
+
+
 def now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
