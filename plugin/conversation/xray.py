@@ -656,11 +656,11 @@ class XRayCache:
         self.folder = folder or default_folder()
 
     def book_folder(self, book: str) -> str:
-        return os.path.join(self.folder, short_hash(book, 16))
+        return os.path.join(self.folder, short_hash(book, 12))
 
     def file_of(self, key: XRayKey) -> str:
         name = re.sub(r'[^A-Za-z0-9_-]', '_', key.provider)[:40] or '_'
-        model = short_hash(key.model + '\0' + key.language, 12)
+        model = short_hash(key.model + '\0' + key.language, 10)
         return os.path.join(self.book_folder(key.book), f'{name}-{model}.json')
 
     def records(self, key: XRayKey, bounds: Bounds = BOUNDS) -> tuple[list[ChapterRecord], str]:

@@ -408,7 +408,7 @@ class XRayCacheFile(FileSurface):
         return plugin('conversation.xray').XRayKey('lib:1', 'ollama', 'tiny')  # a short name: a socket's path is short
 
     def path_in(self, where: Path) -> Path:
-        return Path(plugin('conversation.xray').XRayCache(str(where / 'xray')).file_of(self.key()))
+        return Path(plugin('conversation.xray').XRayCache(str(where / 'x')).file_of(self.key()))
 
     def record(self) -> Any:
         xr = plugin('conversation.xray')
@@ -421,7 +421,7 @@ class XRayCacheFile(FileSurface):
         return json.loads(Path(cache.file_of(self.key())).read_text())
 
     def read(self, path: Path, where: Path, ctx: Context) -> Observed:
-        cache = plugin('conversation.xray').XRayCache(str(where / 'xray'))
+        cache = plugin('conversation.xray').XRayCache(str(where / 'x'))
         records, problem = cache.records(self.key())
         mentions = [m for r in records for m in r.mentions]
         seen = Observed(sentence=problem, shown=[t for m in mentions for t in (m.name, *m.other_names, m.description)],
