@@ -18,6 +18,11 @@
         the conversations kept for the library that hold every word, the best first
     history export --library PATH ID... [--format md|html] [--output FILE [--force]]
         conversations as Markdown or HTML, on standard output or in FILE (never over a file without --force)
+    xray --library PATH --book ID [--provider NAME] [--model ID] [--position FRACTION] [--search TEXT] [--yes]
+        [--json]
+        the characters, places and terms met up to the reader's place (conversation/xray.py), made by the
+        model chapter by chapter and kept; the estimate first, and --yes before a book's text first goes
+        to a provider on the internet
 
 Exit codes: 0 done, 2 bad usage (also: book text asked for up to the reader's place
 when no place is known; nothing is sent), 3 provider not configured (or, for
@@ -93,9 +98,12 @@ from calibre_plugins.bookai.settings.secrets import not_kept
 if TYPE_CHECKING:
     from calibre.utils.config import JSONConfig
 
+    from calibre_plugins.bookai.conversation.xray import XRay
     from calibre_plugins.bookai.core.images import ImageResult
     from calibre_plugins.bookai.covers.styles import CoverStyle
+    from calibre_plugins.bookai.grounding.extract import Book
     from calibre_plugins.bookai.grounding.index import Index
+    from calibre_plugins.bookai.grounding.scopes import Place
 
 load_translations()
 
@@ -203,6 +211,7 @@ def parser() -> Parser:
                           'without --yes; left out otherwise)'))
     add_cover(sub)
     add_history(sub)
+    add_xray(sub)
     return p
 
 
@@ -950,6 +959,160 @@ def history_export(library: BookLibrary, args: argparse.Namespace, stdout: TextI
 # }}}
 
 
+# xray {{{
+
+def add_xray(sub: 'argparse._SubParsersAction') -> None:
+    x = sub.add_parser('xray', help=_('The characters, places and terms of a book met up to your place, with '
+                                      'their descriptions and where they appear'),
+                       description=_('Made by the model chapter by chapter, and kept: moving on sends only the '
+                                     'chapters not read yet. Nothing after your place is sent or shown. The '
+                                     'estimated tokens and cost are said first; the first time a book\'s text '
+                                     'would go to a provider on the internet, it goes only with --yes.'))
+    x.add_argument('--library', required=True, metavar='PATH', help=_('The calibre library folder'))
+    x.add_argument('--book', required=True, type=int, metavar='ID', help=_('The book id'))
+    x.add_argument('--provider', metavar='NAME', help=_('Instead of the provider chosen in the settings'))
+    x.add_argument('--model', metavar='ID', help=_('Instead of the configured model'))
+    x.add_argument('--position', type=float, metavar='FRACTION', help=_('The reading position, as a fraction of the '
+                                                                        'book (default: where the viewer last was)'))
+    x.add_argument('--search', metavar='TEXT', help=_('Only the entities whose names, or else descriptions, hold '
+                                                      'these words'))
+    x.add_argument('--yes', action='store_true', help=_('Agree to send the book\'s text to a provider on the '
+                                                        'internet (asked once per book)'))
+    x.add_argument('--json', action='store_true', help=_('One JSON event per line: estimate, progress, notice, '
+                                                         'entity, done'))
+
+
+def cmd_xray(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    """xray: the X-Ray of a book at the reader's place (conversation/xray.py)."""
+    if args.position is not None and not 0 <= args.position <= 1:
+        raise Exit(USAGE, _('--position is a fraction of the book, from 0 to 1.'))
+    return in_library(args, xray, stdout)
+
+
+def library_book(library: BookLibrary, book_id: int) -> tuple['Book', str]:
+    """(the text of a library book, its format), as with_book_text() reads it; Exit when it has none."""
+    db = library.db
+    fmt = choose_format(db.formats(book_id))
+    if fmt is None:
+        raise Exit(USAGE, _('Book {id} has no file with text that can be read: it has no formats, or only '
+                            'pictures.').format(id=book_id))
+    try:
+        book, _index = library_book_text(db, book_id, fmt)
+    except UnreadableBook as e:
+        raise Exit(USAGE, str(e)) from None
+    if not book.length:
+        raise Exit(USAGE, _('The {fmt} file of book {id} has no text (a scanned book has only pictures of its '
+                            'pages).').format(fmt=fmt, id=book_id))
+    if note := book.skipped_note():
+        say(sys.stderr, note)
+    return book, fmt
+
+
+def xray(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
+    from calibre_plugins.bookai.conversation import xray as xr  # this command only
+    from calibre_plugins.bookai.providers.pricing import cost_text  # this command only
+    if not library.has_book(args.book):
+        raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=args.book))
+    book, fmt = library_book(library, args.book)
+    position = args.position
+    if position is None:
+        position = saved_position(library.db.format_abspath(args.book, fmt), book)
+    if position is None:
+        raise Exit(USAGE, _('Book AI does not know where you are in this book, so it cannot keep the X-Ray to what '
+                            'you have read: give your place with --position FRACTION, or open the book in calibre\'s '
+                            'E-book viewer, which saves it when you close the book. Nothing was sent.'))
+    provider = provider_for(args)
+    book_key = f'{library.library_id}:{args.book}'
+    language = Conversation.about(library, [args.book]).language
+    cancel = CancelToken()
+
+    def progress(done: int, total: int, title: str) -> None:
+        if args.json:
+            emit(stdout, {'type': 'progress', 'done': done, 'total': total, 'chapter': title})
+        elif title:
+            say(sys.stderr, _('Reading {chapter} ({number} of {total})…').format(chapter=title, number=done + 1,
+                                                                                  total=total))
+    try:
+        with ctrl_c_cancels(cancel):
+            key = xr.key_for(book_key, provider, args.model or '', language, cancel)
+            plan = xr.plan_xray(book, position, provider, key)
+            if not plan.nothing_to_send:
+                if args.json:
+                    emit(stdout, {'type': 'estimate', 'chapters': len(plan.chapters), 'requests': plan.requests,
+                                  'tokens': plan.tokens, 'answer_tokens': plan.answer_tokens, 'local': plan.local,
+                                  'cost': asdict(plan.cost) if plan.cost is not None else None,
+                                  'cost_text': cost_text(plan.cost, plan.local)})
+                else:
+                    say(sys.stderr, plan.said())
+                if xr.needs_consent(book_key, provider):
+                    if not args.yes:
+                        raise Exit(USAGE, _('Nothing was sent: the X-Ray sends the text of this book up to your '
+                                            'place to {provider}, on the internet. Run it again with --yes to agree '
+                                            '(asked once per book).').format(provider=provider.display_name))
+                    xr.remember_consent(book_key, provider)
+            made = xr.build_xray(book, position, provider, key, cancel=cancel, progress=progress)
+    except Cancelled:
+        raise Exit(STOPPED, _('Stopped: the chapters read so far are kept for the X-Ray.')) from None
+    except ProviderError as e:
+        raise Exit(PROVIDER_ERROR, str(e)) from None
+    show_xray(made, args, cost_text(made.usage.cost, provider.connection.is_local), stdout)
+    if args.search and not made.search(args.search):
+        raise Exit(NOTHING_FOUND, _('Nothing in the X-Ray matches "{words}".').format(words=args.search))
+    return OK
+
+
+def show_xray(made: 'XRay', args: argparse.Namespace, cost: str, stdout: TextIO) -> None:
+    """The X-Ray's entities (those --search finds), its notices and what the run spent."""
+    shown = made.search(args.search) if args.search else list(made.entities)
+    missing = ngettext('{count} chapter read is not in the X-Ray yet: it is read again next time.',
+                       '{count} chapters read are not in the X-Ray yet: they are read again next time.',
+                       len(made.missing)).format(count=len(made.missing)) if made.missing else ''
+    notices = [*made.notices, *([missing] if missing else [])]
+    titles = made.titles
+    for notice in notices:
+        if args.json:
+            emit(stdout, {'type': 'notice', 'text': notice})
+        else:
+            say(sys.stderr, notice)
+
+    def where(place: 'Place') -> str:
+        return f'{place.chapter} ({place.position:.0%})'
+    for e in shown:
+        if args.json:
+            emit(stdout, {'type': 'entity', 'name': e.name, 'kind': e.kind, 'other_names': list(e.other_names),
+                          'description': e.description,
+                          'chapters': [{'number': n, 'title': titles[n] if n < len(titles) else '', 'passages': c}
+                                       for n, c in zip(e.chapters, e.counts)],
+                          'first': {'chapter': e.first.chapter, 'position': round(e.first.position, 4),
+                                    'cfi': e.first.cfi, 'passage': e.first_passage},
+                          'citations': [{'passage': c.number, 'chapter': c.place.chapter,
+                                         'position': round(c.place.position, 4), 'cfi': c.place.cfi}
+                                        for c in e.citations]})
+            continue
+        kind = {'character': _('character'), 'place': _('place'), 'term': _('term')}.get(e.kind, e.kind)
+        also = _('; also: {names}').format(names=', '.join(e.other_names)) if e.other_names else ''
+        say(stdout, f'{e.name} ({kind}{also})')
+        if e.description:
+            say(stdout, f'    {e.description}')
+        bar = ''.join('█' if n else '·' for n in e.appearances(made.chapters_read))
+        say(stdout, '    ' + _('First: {place}. In {count} of {total} chapters read: {bar}').format(
+            place=where(e.first), count=len(e.chapters), total=len(made.chapters_read), bar=bar))
+        if e.citations:
+            say(stdout, '    ' + _('Passages: {places}').format(places=', '.join(where(c.place) for c in e.citations)))
+    if args.json:
+        emit(stdout, {'type': 'done', 'entities': len(shown), 'chapters_read': len(made.chapters_read),
+                      'missing': list(made.missing), 'requests': made.requests, 'updated': made.updated,
+                      'usage': asdict(made.usage)})
+        return
+    if not made.entities:
+        say(sys.stderr, _('The X-Ray has no character, place or term yet.'))
+    if made.requests:
+        say(sys.stderr, ngettext('{count} request sent: {cost}.', '{count} requests sent: {cost}.',
+                                 made.requests).format(count=made.requests, cost=cost))
+
+# }}}
+
+
 COMMANDS = {'providers': cmd_providers, 'models': cmd_models, 'configure': cmd_configure, 'ask': cmd_ask,
             'ask-library': cmd_ask_library, 'import-calibre': cmd_import_calibre, 'cover': cmd_cover,
-            'history': cmd_history}
+            'history': cmd_history, 'xray': cmd_xray}

@@ -1,6 +1,6 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Forget everything Book AI keeps about its user: the API keys, the saved conversations,
-the books' text cached for questions, and the choices made per book (the scope of its
+the books' text cached for questions, the X-Rays of books, and the choices made per book (the scope of its
 text, the "don't ask again" of sending it). The books themselves, their notes, columns
 and highlights are calibre's and are not touched; neither are the other settings.
 """
@@ -29,6 +29,7 @@ class Forgotten:
     conversations: int   # saved conversations deleted
     cached_books: int    # cache files of books' text deleted
     book_choices: int    # per-book scopes and consents cleared
+    xrays: int = 0       # X-Rays kept of books (one per book and model) deleted
 
 
 def count_files(folder: str, suffix: str) -> int:
@@ -46,14 +47,17 @@ def remove_folder(folder: str, suffix: str) -> int:
 
 
 def forget_everything(secrets: SecretStore | None = None, history_folder: str | None = None,
-                      cache_folder: str | None = None, prefs: 'JSONConfig | None' = None) -> Forgotten:
+                      cache_folder: str | None = None, prefs: 'JSONConfig | None' = None,
+                      xray_folder: str | None = None) -> Forgotten:
     """Forget it all (the arguments are the real ones by default); what was removed."""
+    from calibre_plugins.bookai.conversation import xray  # late: X-Rays are made when asked for
     secrets = secrets or secret_store()
     prefs = plugin_prefs() if prefs is None else prefs
     keys = secrets.delete_all([(name, 'api_key') for name in PROVIDERS])
     conversations = remove_folder(history_folder or History().folder, '.json')
     cached = remove_folder(cache_folder or default_folder(), SUFFIX)
+    xrays = remove_folder(xray_folder or xray.default_folder(), '.json')
     choices = len(prefs['book_scopes']) + len(prefs['book_text_consent'])
     prefs['book_scopes'] = {}
     prefs['book_text_consent'] = []
-    return Forgotten(keys, conversations, cached, choices)
+    return Forgotten(keys, conversations, cached, choices, xrays)

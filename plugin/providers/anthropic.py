@@ -8,7 +8,7 @@ from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, err
 from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink, token_count
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, with_payload
 from calibre_plugins.bookai.providers.caching import cached_blocks
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
@@ -68,6 +68,15 @@ class Anthropic(AIProviderPlugin):
             payload['tools'] = [{'type': 'web_search_20250305', 'name': 'web_search', 'max_uses': 5}]
         return self.connection.request('/messages', payload)
 
+    def structured(self, request: Request, schema: dict, name: str) -> Request:
+        """A tool Claude must use, whose input is the answer (read_stream() gives that input as the
+        answer's text); without thinking, which a forced tool cannot go with, and without web search."""
+        def change(payload: dict) -> None:
+            payload.pop('thinking', None)
+            payload['tools'] = [{'name': name, 'description': 'Give the answer.', 'input_schema': schema}]
+            payload['tool_choice'] = {'type': 'tool', 'name': name}
+        return with_payload(request, change)
+
     @staticmethod
     def message(m: Message, thinking: int | None) -> dict:
         """One turn of the conversation as Claude reads it."""
@@ -106,6 +115,8 @@ class Anthropic(AIProviderPlugin):
                 elif dtype == 'thinking_delta':
                     block['thinking'] = block.get('thinking', '') + delta.get('thinking', '')
                     yield ReasoningDelta(delta.get('thinking', ''))
+                elif dtype == 'input_json_delta' and block.get('type') == 'tool_use':
+                    yield TextDelta(delta.get('partial_json', ''))  # the answer asked for as a tool's input
                 elif dtype == 'signature_delta':
                     block['signature'] = block.get('signature', '') + delta.get('signature', '')
                 elif dtype == 'citations_delta':

@@ -15,7 +15,8 @@ A provider is one small class that knows its wire format and nothing else:
   given): `image_request()` and `parse_image_answer()`;
 - where a service differs, the choices below their defaults: `address()`, `auth_headers()`,
   `extra_headers()`, `prepare_chat()`, `estimate_cost()`, `prepare_image()`, `image_model()`,
-  `automatic_model()`, `pick_for_tier()`, `served_context()`.
+  `automatic_model()`, `pick_for_tier()`, `served_context()`, `structured()` (an answer in JSON
+  of a given shape, where the service can be asked for one).
 
 The rest is made of parts, one job each, the same for every service:
 
@@ -29,8 +30,10 @@ The rest of the plugin calls the operations calibre's AIProviderPlugin names, te
 (and embed(), generate_image(), models(), test_connection()), and never knows which provider it holds.
 """
 
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from calibre_plugins.bookai.core import limits
@@ -42,7 +45,7 @@ from calibre_plugins.bookai.core.transport import Request, Transport
 from calibre_plugins.bookai.providers import pricing
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
-from calibre_plugins.bookai.providers.connection import Connection
+from calibre_plugins.bookai.providers.connection import Connection, to_json
 from calibre_plugins.bookai.providers.context import ContextWindow
 from calibre_plugins.bookai.providers.models import Model, model_for_tier
 from calibre_plugins.bookai.providers.operations import Answering, Embedding, ImageMaking, ModelList
@@ -202,6 +205,13 @@ class AIProviderPlugin:
     def prepare_image(self, source: Image | None, model: str, cancel: CancelToken) -> None:
         """What the provider must know before it asks for an image (with the image's Stop)."""
 
+    def structured(self, request: Request, schema: dict, name: str) -> Request:
+        """request (chat_request()'s) asking for an answer that is JSON of the shape schema says (a
+        JSON Schema of objects, arrays, strings and integers; name: a word for it), as this service's
+        format asks for one; request unchanged where the format has no way to (the prompt asks then).
+        A service may still answer otherwise: its caller checks the answer against the schema."""
+        return request
+
     def image_model(self, cancel: CancelToken | None = None) -> str:
         """The model that makes images: as set, else the provider's default."""
         model = (self.config.option('image_model') or '').strip() or self.default_image_model
@@ -246,9 +256,10 @@ class AIProviderPlugin:
         return ModelList(self)
 
     def text_chat(self, messages: Iterable[Message], use_model: str = '', cancel: CancelToken | None = None,
-                  max_tokens: int | None = None) -> Iterator[Chunk]:
-        """Answering.text_chat: the answer's chunks, then one Done or one Failed. Never raises."""
-        return self.answering.text_chat(messages, use_model, cancel, max_tokens)
+                  max_tokens: int | None = None, schema: dict | None = None) -> Iterator[Chunk]:
+        """Answering.text_chat: the answer's chunks, then one Done or one Failed. Never raises.
+        schema: the answer asked for as JSON of that shape (structured())."""
+        return self.answering.text_chat(messages, use_model, cancel, max_tokens, schema)
 
     def embed(self, texts: Iterable[str], model: str = '', cancel: CancelToken | None = None,
               progress: Callable[[int, int], None] | None = None) -> list[list[float]]:
@@ -292,6 +303,23 @@ class AIProviderPlugin:
             provider=self.display_name, model=model, count=len(models))
 
     # }}}
+
+
+def with_payload(request: Request, change: Callable[[dict], None]) -> Request:
+    """request with its JSON body as change(payload) leaves it: the body of a request Book AI has
+    just made itself (structured() adds to a chat_request()'s)."""
+    payload = json.loads(request.body or b'{}')
+    change(payload)
+    return replace(request, body=to_json(payload).encode('utf-8'))
+
+
+def strict_schema(schema: Any, dropped: tuple[str, ...]) -> Any:
+    """schema without the keywords dropped, at every level (a service that refuses them)."""
+    if isinstance(schema, dict):
+        return {k: strict_schema(v, dropped) for k, v in schema.items() if k not in dropped}
+    if isinstance(schema, list):
+        return [strict_schema(v, dropped) for v in schema]
+    return schema
 
 
 def text_of_html(body: str) -> str:

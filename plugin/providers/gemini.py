@@ -22,7 +22,7 @@ from calibre_plugins.bookai.core.images import Image, ImageResult, image_from_ba
 from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, strict_schema, with_payload
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.pricing import count
@@ -37,6 +37,15 @@ FINISH_REASONS = {'STOP': 'stop', 'MAX_TOKENS': 'length'}
 STATUS_OF_ERROR = {'INVALID_ARGUMENT': 400, 'FAILED_PRECONDITION': 400, 'UNAUTHENTICATED': 401,
                    'PERMISSION_DENIED': 403, 'NOT_FOUND': 404, 'RESOURCE_EXHAUSTED': 429, 'INTERNAL': 500,
                    'UNAVAILABLE': 503, 'DEADLINE_EXCEEDED': 504}
+
+
+def openapi_types(schema: Any) -> Any:
+    """A JSON schema with its types named as Gemini's Schema names them (OBJECT, STRING...)."""
+    if isinstance(schema, dict):
+        return {k: v.upper() if k == 'type' and isinstance(v, str) else openapi_types(v) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [openapi_types(v) for v in schema]
+    return schema
 
 
 def model_path(model: str) -> str:
@@ -103,6 +112,16 @@ class GoogleGemini(AIProviderPlugin):
         if self.config.option('web_search'):
             payload['tools'] = [{'google_search': {}}]
         return self.connection.request(f'/{quote(model_path(model))}:streamGenerateContent?alt=sse', payload)
+
+    def structured(self, request: Request, schema: dict, name: str) -> Request:
+        """generationConfig's responseSchema (Gemini's subset of OpenAPI's schema: without
+        additionalProperties); no Google Search with it."""
+        def change(payload: dict) -> None:
+            payload.pop('tools', None)
+            config = payload.setdefault('generationConfig', {})
+            config['responseMimeType'] = 'application/json'
+            config['responseSchema'] = openapi_types(strict_schema(schema, ('additionalProperties', 'title')))
+        return with_payload(request, change)
 
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         for event in events:

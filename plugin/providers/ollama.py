@@ -9,7 +9,7 @@ from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import error_for_status
 from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, with_payload
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.context import ContextWindow, window_tokens
@@ -59,6 +59,12 @@ class Ollama(AIProviderPlugin):
         if options:
             payload['options'] = options
         return self.connection.request('/api/chat', payload)
+
+    def structured(self, request: Request, schema: dict, name: str) -> Request:
+        """Ollama's format, a JSON schema."""
+        def change(payload: dict) -> None:
+            payload['format'] = schema
+        return with_payload(request, change)
 
     def served_context(self, model: str, cancel: CancelToken) -> ContextWindow | None:
         """The reader's context length when set (it is what Ollama is asked to use); else what

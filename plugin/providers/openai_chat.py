@@ -20,7 +20,7 @@ from calibre_plugins.bookai.core.images import Image, ImageResult, images_api_re
 from calibre_plugins.bookai.core.messages import Cost, Message, ReasoningDelta, Role, TextDelta, Usage
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, with_payload
 from calibre_plugins.bookai.providers.caching import is_openai_service, prompt_cache_key
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
@@ -80,6 +80,14 @@ class OpenAIChat(AIProviderPlugin):
 
     def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         return self.connection.request('/chat/completions', self.chat_payload(messages, model, max_tokens))
+
+    def structured(self, request: Request, schema: dict, name: str) -> Request:
+        """OpenAI's response_format, not strict (the services that speak it differ in the keywords
+        their strict mode takes); llama.cpp's server makes a grammar of it, so that even a small
+        model answers JSON of that shape."""
+        def change(payload: dict) -> None:
+            payload['response_format'] = {'type': 'json_schema', 'json_schema': {'name': name, 'schema': schema}}
+        return with_payload(request, change)
 
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         for event in events:

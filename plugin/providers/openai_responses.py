@@ -16,7 +16,7 @@ from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, 
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers import pricing
-from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, strict_schema, with_payload
 from calibre_plugins.bookai.providers.caching import is_openai_service, prompt_cache_key
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.models import Model
@@ -89,6 +89,15 @@ class OpenAI(AIProviderPlugin):
         if is_openai_service(self.config.base_url):  # the same for every question about a book and place
             payload['prompt_cache_key'] = prompt_cache_key(messages)
         return self.connection.request('/responses', payload)
+
+    def structured(self, request: Request, schema: dict, name: str) -> Request:
+        """The Responses API's text.format, strict (without the keywords strict mode refuses); no
+        web search with it."""
+        def change(payload: dict) -> None:
+            payload.pop('tools', None)
+            payload['text'] = {'format': {'type': 'json_schema', 'name': name, 'strict': True,
+                                          'schema': strict_schema(schema, ('maxLength', 'minLength', 'title'))}}
+        return with_payload(request, change)
 
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         summary_parts = 0

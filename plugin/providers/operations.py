@@ -58,22 +58,26 @@ class Answering(Operation):
     """One answer to a conversation, streamed."""
 
     def text_chat(self, messages: Iterable[Message], use_model: str = '', cancel: CancelToken | None = None,
-                  max_tokens: int | None = None) -> Iterator[Chunk]:
+                  max_tokens: int | None = None, schema: dict | None = None) -> Iterator[Chunk]:
         """Send the conversation; yield TextDelta and ReasoningDelta chunks as the answer
         streams, then one Done (finish_reason 'cancelled' after Stop) or one Failed.
-        Never raises; nothing it yields holds a secret of the provider's."""
-        return redacted_stream(self.streamed(messages, use_model, cancel or CancelToken(), max_tokens),
+        Never raises; nothing it yields holds a secret of the provider's. schema: the answer
+        asked for as JSON of that shape, where the service can be asked (provider.structured())."""
+        return redacted_stream(self.streamed(messages, use_model, cancel or CancelToken(), max_tokens, schema),
                                self.connection.known_secrets)
 
     def streamed(self, messages: Iterable[Message], use_model: str, cancel: CancelToken,
-               max_tokens: int | None) -> Iterator[Chunk]:
+               max_tokens: int | None, schema: dict | None = None) -> Iterator[Chunk]:
         p, state, model = self.provider, StreamState(), use_model
         try:
             p.config.check_setup()
             model = use_model or p.choose_model(cancel=cancel)
             state.model = model
             p.prepare_chat(model, cancel)
-            response = self.connection.open(p.chat_request(list(messages), model, max_tokens), model, cancel)
+            request = p.chat_request(list(messages), model, max_tokens)
+            if schema is not None:
+                request = p.structured(request, schema, str(schema.get('title') or 'answer'))
+            response = self.connection.open(request, model, cancel)
             try:
                 yield from progressing(self.answer_chunks(self.connection.events(response), state), response)
                 response.finish()  # read the stream's end, so that the connection can be kept

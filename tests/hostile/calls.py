@@ -248,6 +248,41 @@ class ConversionFeedback(CallSurface):
 # }}}
 
 
+class XRayAnswer(CallSurface):
+    """A model's answer for a chapter of the X-Ray, read as the X-Ray reads it (conversation.xray.
+    parse_answer): the entities of the shape asked for whose names the passages sent hold."""
+
+    GOOD = {'entities': [{'name': 'Elizabeth', 'kind': 'character', 'other_names': ['Lizzy'],
+                          'description': 'The second daughter.', 'passages': [1, 2]}]}
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        good = self.GOOD
+        if attack == 'oversized':
+            text = P.dumps({'entities': [dict(good['entities'][0], description='x' * 64 * MB)]}).decode()
+            return [Payload('an answer of 64 MB', text, len(text))]
+        if attack == 'deep_json':
+            return [Payload('JSON nested 100,000 levels', P.deep_in(good).decode())]
+        if attack == 'many_values':
+            text = P.tiny_values(16 * MB, head=b'{"entities": [').decode()
+            return [Payload('millions of empty objects', text, len(text))]
+        if attack == 'wrong_types':
+            return [Payload(label, P.dumps(v).decode()) for label, v in P.wrong_types(good)]
+        if attack == 'control_chars':
+            return [Payload('escapes in every text', P.dumps(P.strings_replaced(good, P.with_escapes)).decode())]
+        if attack == 'numbers':
+            return [Payload(name, P.dumps(P.numbers_replaced(good, n)).decode()) for name, n in P.BAD_NUMBERS.items()]
+        raise ValueError(attack)
+
+    def call(self, text: str, where: Path, ctx: Context) -> Observed:
+        xr, index = plugin('conversation.xray'), plugin('grounding.index')
+        sent = [index.Passage(10, 1, 0, 44, 'Elizabeth, whom they all called Lizzy, laughed.'),
+                index.Passage(11, 1, 45, 80, 'She was the second daughter.')]
+        reading = xr.parse_answer(text, sent)
+        return Observed(sentence=reading.problem, shown=[t for m in reading.mentions
+                                                         for t in (m.name, *m.other_names, m.description)],
+                        facts={'numbers': [n for m in reading.mentions for n in m.passages]})
+
+
 class RetryAfter(CallSurface):
     """A service's Retry-After header, read for how long to wait (core.transport.parse_retry_after):
     whatever it says, a wait that is a number of seconds, finite and not negative, or none."""

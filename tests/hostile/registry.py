@@ -319,6 +319,15 @@ def file_entries() -> list[Entry]:
                'grounding.cache:MAX_HEADER_BYTES'),
               ('oversized', 'not_a_file', 'damaged', 'code'), ('grounding.cache:TextCache.get', READ_REGULAR),
               S.TextCacheFile(('oversized', 'not_a_file', 'damaged', 'code'))),
+        Entry('file/xray_cache', "a book's X-Ray kept (cache/bookai/xray/BOOK/PROVIDER-MODEL.json): its chapters' "
+              'entities, names, descriptions and passages', 'conversation.xray:XRayCache.records', 'file',
+              ('conversation.xray:MAX_CACHE_BYTES', *JSON, 'conversation.xray:MAX_RECORDS',
+               'conversation.xray:MAX_ENTITIES', 'conversation.xray:MAX_NAME_CHARS',
+               'conversation.xray:MAX_DESCRIPTION_CHARS', 'conversation.xray:MAX_NUMBER'),
+              FILE_ATTACKS + ('control_chars', 'numbers'),
+              ('conversation.xray:XRayCache.records', 'conversation.xray:record_of', 'conversation.xray:mention_of',
+               READ_REGULAR, 'core.limits:load_json'),
+              S.XRayCacheFile(FILE_ATTACKS + ('control_chars', 'numbers'))),
         Entry('file/undo', "a cover kept for Undo (cache/bookai/covers-undo/LIBRARY/BOOK/TIME.cover)",
               'covers.undo:CoverUndo.read', 'file', ('covers.undo:MAX_ENTRY_BYTES', 'covers.undo:MAX_HEADER'),
               ('oversized', 'not_a_file', 'damaged'), ('covers.undo:CoverUndo.read', 'covers.undo:CoverUndo.last'),
@@ -434,6 +443,15 @@ def call_entries() -> list[Entry]:
               ('grounding.formats:read_book', 'grounding.formats:convert_to_epub',
                'grounding.formats:convert_in_worker', 'gui.book_text:ViewerBook.run_conversion'),
               C.BookFile('HTMLZ', BOOK_ATTACKS)),
+        Entry('call/xray_answer', "a model's answer for the X-Ray: the entities of a chapter, as JSON",
+              'conversation.xray:parse_answer', 'call',
+              ('conversation.xray:MAX_ANSWER_CHARS', *JSON, 'conversation.xray:MAX_ENTITIES_PER_ANSWER',
+               'conversation.xray:MAX_NAME_CHARS', 'conversation.xray:MAX_DESCRIPTION_CHARS',
+               'conversation.xray:MAX_OTHER_NAMES', 'conversation.xray:MAX_CITED'),
+              ('oversized', 'deep_json', 'many_values', 'wrong_types', 'control_chars', 'numbers'),
+              ('conversation.xray:parse_answer', 'conversation.xray:mention_of', 'conversation.xray:objects_in',
+               'core.limits:load_json', 'conversation.xray:Run.answer'),
+              C.XRayAnswer(('oversized', 'deep_json', 'many_values', 'wrong_types', 'control_chars', 'numbers'))),
         Entry('call/retry_after', "a service's Retry-After header (429, 503): how long to wait before asking again",
               'core.transport:parse_retry_after', 'call',
               ('core.transport:RetryPolicy.longest_wait', 'core.transport:RetryPolicy.attempts'), ('numbers',),
@@ -526,6 +544,8 @@ READERS_ELSEWHERE = {
     'providers.base:AIProviderPlugin.parse_image_answer': "the base class's declaration: each provider's is registered",
     'providers.base:AIProviderPlugin.parse_models': "the base class's declaration: each provider's is registered",
     'providers.base:AIProviderPlugin.read_stream': "the base class's declaration: each provider's is registered",
+    'providers.base:with_payload': 'reads back the JSON body of a request Book AI has just made itself (structured() '
+                                   'adds to it): nothing from outside',
 }
 
 # }}}

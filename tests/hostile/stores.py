@@ -395,6 +395,43 @@ class TextCacheFile(FileSurface):
         return Observed(facts={'cached': got is not None})
 
 
+class XRayCacheFile(FileSurface):
+    """A book's X-Ray kept (conversation/xray.py), read for its book, provider and model; then made
+    again where it could not be read (never over the file set aside)."""
+
+    bound = 'conversation.xray:MAX_CACHE_BYTES'
+    quiet_for = ('wrong_types', 'control_chars', 'numbers')  # a value of the wrong kind may be a valid file's
+    cache = True
+
+    @staticmethod
+    def key() -> Any:
+        return plugin('conversation.xray').XRayKey('lib:1', 'ollama', 'tiny')  # a short name: a socket's path is short
+
+    def path_in(self, where: Path) -> Path:
+        return Path(plugin('conversation.xray').XRayCache(str(where / 'x')).file_of(self.key()))
+
+    def record(self) -> Any:
+        xr = plugin('conversation.xray')
+        return xr.ChapterRecord(1, True, '0' * 64, xr.now(), (
+            xr.Mention('Elizabeth', 'character', ('Lizzy',), 'The second daughter.', (3, 4)),))
+
+    def good_value(self, where: Path) -> Any:
+        cache = plugin('conversation.xray').XRayCache(str(where / 'good-xray'))
+        cache.keep(self.key(), [self.record()])
+        return json.loads(Path(cache.file_of(self.key())).read_text())
+
+    def read(self, path: Path, where: Path, ctx: Context) -> Observed:
+        cache = plugin('conversation.xray').XRayCache(str(where / 'x'))
+        records, problem = cache.records(self.key())
+        mentions = [m for r in records for m in r.mentions]
+        seen = Observed(sentence=problem, shown=[t for m in mentions for t in (m.name, *m.other_names, m.description)],
+                        facts={'records': len(records),
+                               'numbers': [r.chapter for r in records] + [n for m in mentions for n in m.passages]})
+        if problem or not records:  # made again: never over a damaged file
+            cache.keep(self.key(), [self.record()])
+        return seen
+
+
 class UndoEntry(FileSurface):
     """The newest of a book's covers kept for Undo (covers/undo.py): what Undo would put back."""
 
