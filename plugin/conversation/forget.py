@@ -1,7 +1,7 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Forget everything Book AI keeps about its user: the API keys, the saved conversations,
-the books' text cached for questions, and the choices made per book (the scope of its
-text, the "don't ask again" of sending it). The books themselves, their notes, columns
+the books' text cached for questions, the chapter summaries kept for recaps, and the choices
+made per book (the scope of its text, the "don't ask again" of sending it). The books themselves, their notes, columns
 and highlights are calibre's and are not touched; neither are the other settings.
 """
 
@@ -10,6 +10,7 @@ import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from calibre_plugins.bookai.conversation import summaries
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.grounding.cache import SUFFIX, default_folder
 from calibre_plugins.bookai.providers.registry import PROVIDERS
@@ -29,6 +30,7 @@ class Forgotten:
     conversations: int   # saved conversations deleted
     cached_books: int    # cache files of books' text deleted
     book_choices: int    # per-book scopes and consents cleared
+    summaries: int = 0   # files of chapter summaries deleted (one per book)
 
 
 def count_files(folder: str, suffix: str) -> int:
@@ -46,14 +48,16 @@ def remove_folder(folder: str, suffix: str) -> int:
 
 
 def forget_everything(secrets: SecretStore | None = None, history_folder: str | None = None,
-                      cache_folder: str | None = None, prefs: 'JSONConfig | None' = None) -> Forgotten:
+                      cache_folder: str | None = None, prefs: 'JSONConfig | None' = None,
+                      summary_folder: str | None = None) -> Forgotten:
     """Forget it all (the arguments are the real ones by default); what was removed."""
     secrets = secrets or secret_store()
     prefs = plugin_prefs() if prefs is None else prefs
     keys = secrets.delete_all([(name, 'api_key') for name in PROVIDERS])
     conversations = remove_folder(history_folder or History().folder, '.json')
     cached = remove_folder(cache_folder or default_folder(), SUFFIX)
+    summarized = remove_folder(summary_folder or summaries.default_folder(), summaries.SUFFIX)
     choices = len(prefs['book_scopes']) + len(prefs['book_text_consent'])
     prefs['book_scopes'] = {}
     prefs['book_text_consent'] = []
-    return Forgotten(keys, conversations, cached, choices)
+    return Forgotten(keys, conversations, cached, choices, summarized)
