@@ -207,9 +207,9 @@ def summary_from_dict(d: object) -> Summary:
     text = text_of(d.get('text'), MAX_KEPT_CHARS)
     if not text.strip():
         raise ValueError('an empty summary')
-    return Summary(text_of(d.get('model'), MAX_MODEL_CHARS), whole_number(d.get('chapter')),
-                   text_of(d.get('title'), MAX_TITLE_CHARS), first, last, complete, whole_number(d.get('end')),
-                   digest, without_controls(text), float(made))
+    return Summary(without_controls(text_of(d.get('model'), MAX_MODEL_CHARS)), whole_number(d.get('chapter')),
+                   without_controls(text_of(d.get('title'), MAX_TITLE_CHARS)), first, last, complete,
+                   whole_number(d.get('end')), digest, without_controls(text), float(made))
 
 
 def summary_as_dict(s: Summary) -> dict:
@@ -289,6 +289,14 @@ class SummaryCache:
                 except OSError:
                     pass
         return removed
+
+
+def damaged_notice(cache: SummaryCache) -> str:
+    """What the reader is told of the summaries files cache set aside, '' when it set none aside."""
+    if not cache.set_aside_as:
+        return ''
+    return _('The summaries kept for this book could not be read; they were set aside as {files} and are made '
+             'again.').format(files=', '.join(cache.set_aside_as))
 
 
 def safe(name: object) -> str:
@@ -518,9 +526,8 @@ def summarize(provider: 'AIProviderPlugin', model: str, segments: Sequence[Segme
     cancel = cancel or CancelToken()
     name = model_key(provider, model)
     run = SummaryRun()
-    if kept.cache.set_aside_as:
-        run.notices.append(_('The summaries kept for this book could not be read; they were set aside as {files} '
-                             'and are made again.').format(files=', '.join(kept.cache.set_aside_as)))
+    if said := damaged_notice(kept.cache):
+        run.notices.append(said)
     todo: list[tuple[int, Segment]] = []
     for i, segment in enumerate(segments):
         found = kept.find(name, segment)
