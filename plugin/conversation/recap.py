@@ -237,7 +237,7 @@ def recap_question(plan: RecapPlan, sources: Sequence[Source], run: SummaryRun |
                     numbers[(i, n)] = len(cited)
                 sent.append(str(numbers[(i, n)]))
             return f'[{", ".join(sent)}]' if sent else ''
-        label = segment.title if segment.complete else _('{chapter}, its beginning').format(chapter=segment.title)
+        label = segment.title if segment.complete else f'{segment.title} (its beginning)'  # for the model: English
         if plan.kind == 'series':
             label = f'{sources[i].title}: {label}'
         items.append((label, CITED.sub(renumber, summary.text)))

@@ -127,11 +127,6 @@ class Segment:
             h.update(p.text.encode('utf-8', 'surrogatepass') + b'\0')
         return h.hexdigest()[:32]
 
-    @property
-    def label(self) -> str:
-        """Its chapter, as the recap names it."""
-        return self.title if self.complete else f'{self.title} (up to passage [{self.last}])'
-
     def passage(self, number: int) -> Passage | None:
         """Its passage number (from 1, as the book numbers them), or None when it has no such one."""
         return self.passages[number - self.first] if self.first <= number <= self.last else None
@@ -140,8 +135,8 @@ class Segment:
 def segment_of(book: 'Book', chosen: Sequence[Passage], complete: bool) -> Segment:
     chapter = chosen[0].chapter
     title = book.chapters[chapter].title if chapter < len(book.chapters) else ''
-    return Segment(chapter, ' '.join(title.split()) or _('Chapter {number}').format(number=chapter + 1),
-                   tuple(chosen), complete)
+    # a title as the book gives it, else in English: it is sent to the model too (conversation/prompts.py)
+    return Segment(chapter, ' '.join(title.split()) or f'Chapter {chapter + 1}', tuple(chosen), complete)
 
 
 def chapter_segments(book: 'Book', until: int, current: bool = True) -> list[Segment]:
@@ -368,8 +363,8 @@ def checked_summary(answer: str, what: str, sent: Sequence[str], first: int, las
     why in a sentence, for an answer that is empty, longer than MAX_SUMMARY_CHARS, or gives back
     what was sent."""
     if len(answer) > MAX_SUMMARY_CHARS:
-        raise BadSummary(_('The summary of {what} was longer than {most:,} characters, which no summary asked '
-                           'for is: it was not kept.').format(what=what, most=MAX_SUMMARY_CHARS))
+        raise BadSummary(_('The summary of {what} ran past {most} characters, longer than any summary asked for: '
+                           'it was not kept.').format(what=what, most=f'{MAX_SUMMARY_CHARS:,}'))
     text = without_controls(answer).strip()
     if not text:
         raise BadSummary(_('The model answered the summary of {what} with nothing: no summary is kept for '

@@ -146,7 +146,7 @@ def test_answers_that_are_not_summaries_are_said_and_not_kept(novel, tmp_path):
     assert all(len(f) == 1 for f in said) and all(r.made == 0 for r in runs), said
     assert 'with nothing' in said[0][0] and 'with nothing' in said[1][0]
     assert 'gave back the text it was sent' in said[2][0]
-    assert f'longer than {MAX_SUMMARY_CHARS:,} characters' in said[3][0]
+    assert f'ran past {MAX_SUMMARY_CHARS:,} characters' in said[3][0]
     assert BookSummaries(cache, KEY).summaries == [] and not os.path.exists(cache.file_of(KEY))
 
 
@@ -160,7 +160,7 @@ def test_what_is_kept_of_an_answer():
                         'must be in want of a wife.', 'Chapter 1', sent, 3, 3)
     with pytest.raises(BadSummary, match='gave back'):
         checked_summary('<book_passages> [3] ...', 'Chapter 1', sent, 3, 3)
-    with pytest.raises(BadSummary, match='longer than'):
+    with pytest.raises(BadSummary, match='ran past'):
         checked_summary('word ' * (MAX_SUMMARY_CHARS // 5 + 1), 'Chapter 1', sent, 3, 3)
     with pytest.raises(BadSummary, match='nothing'):
         checked_summary('\x00 \n', 'Chapter 1', sent, 3, 3)
