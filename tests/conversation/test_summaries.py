@@ -2,7 +2,8 @@
 """Chapter summaries (conversation/summaries.py) on the real novel, against a real llama-server
 (the tiny model): each chapter read is summarized once per book and model, moving on one chapter
 sends only that chapter, the chapter the reader is inside is summarized up to the place and
-replaced when they move on, a "context too long" from the server splits a chapter into parts;
+replaced when they move on, a "context too long" from the server splits a chapter into parts, Stop
+keeps what was made;
 and what is wrong said in words: a damaged summaries file (set aside, its summaries made again),
 a model's answer that is empty, the request given back, or longer than a summary is (scripted: no
 real model does those on demand)."""
@@ -86,6 +87,22 @@ def test_once_per_book_and_model_and_moving_on_sends_only_the_new_chapter(tiny, 
         assert model_key(other, 'another-model') != model_key(provider, 'tiny')
         by_other = summarize(other, 'another-model', first[:1], BookSummaries(cache, KEY), most)
         assert (by_other.made, by_other.found) == (1, 0)  # per model
+
+
+def test_stop_keeps_the_summaries_made(tiny, novel, tmp_path):
+    """Stop (the run's CancelToken) during a run: Cancelled, and the summaries made before it are kept."""
+    from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
+    cache = SummaryCache(str(tmp_path / 'summaries'))
+    segments = chapter_segments(novel, start_of(novel, 4) - 1, current=False)
+    cancel = CancelToken()
+
+    def progress(done, total, chapter):
+        if done == 2:
+            cancel.cancel()
+    with pytest.raises(Cancelled):
+        summarize(provider_at(tiny.base_url), 'tiny', segments, BookSummaries(cache, KEY), part_tokens(16000),
+                  cancel=cancel, progress=progress)
+    assert [s.chapter for s in BookSummaries(cache, KEY).summaries] == [0, 1]
 
 
 def test_the_chapter_being_read_is_summarized_up_to_the_place_and_replaced(tiny, novel, tmp_path):
