@@ -41,7 +41,7 @@ from calibre_plugins.bookai.conversation.exchange import Exchange  # noqa: E402
 from calibre_plugins.bookai.conversation.recap import RecapJob, book_source  # noqa: E402
 from calibre_plugins.bookai.conversation.summaries import BookKey, SummaryCache  # noqa: E402
 from calibre_plugins.bookai.grounding.extract import read_epub  # noqa: E402
-from calibre_plugins.bookai.grounding.so_far import read_until, tokens_of  # noqa: E402
+from calibre_plugins.bookai.grounding.so_far import read_until  # noqa: E402
 from calibre_plugins.bookai.providers.context import ContextWindow  # noqa: E402
 from calibre_plugins.bookai.providers.registry import get_provider  # noqa: E402
 
