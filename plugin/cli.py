@@ -5,7 +5,8 @@
     models PROVIDER [--refresh]     the models PROVIDER offers
     configure PROVIDER key=value... set a provider's options
     ask --library PATH --book ID... (--action NAME | --prompt TEXT) [--provider NAME] [--model ID] [--json]
-        [--scope metadata|selection|chapter|position|book] [--position FRACTION] [--text TEXT] [--show-sent]
+        [--scope metadata|selection|chapter|position|so-far|book] [--yes] [--position FRACTION] [--text TEXT]
+        [--show-sent]
     ask-library QUESTION --library PATH [--book ID...] [--provider NAME] [--model ID] [--json] [--show-sent]
     import-calibre [--library PATH...] [--yes [--with-python-templates]]
         what of calibre's own AI settings can be carried over; --yes does it (templates that run as
@@ -64,7 +65,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, NoReturn, TextIO, cast
 
 from calibre_plugins.bookai.conversation.actions import find_action, library_actions
-from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.conversation import Conversation, cache_text
 from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.question import (
@@ -85,9 +86,10 @@ from calibre_plugins.bookai.grounding.library_search import (
 )
 from calibre_plugins.bookai.grounding.reading_position import saved_position
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
-from calibre_plugins.bookai.grounding.scopes import Excerpt, NoPlace, check_place
+from calibre_plugins.bookai.grounding.scopes import SCOPES, Excerpt, NoPlace, check_place
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.options import Option
+from calibre_plugins.bookai.providers.pricing import sending_estimate
 from calibre_plugins.bookai.providers.registry import (
     PROVIDERS, chosen_provider, get_provider, provider_id, provider_names,
 )
@@ -182,10 +184,14 @@ def parser() -> Parser:
     a.add_argument('--model', metavar='ID', help=_('Instead of the configured model'))
     a.add_argument('--json', action='store_true', help=_('One JSON event per line: text, reasoning, usage, '
                                                          'error, done, citation'))
-    a.add_argument('--scope', default='metadata', choices=('metadata', 'selection', 'chapter', 'position', 'book'),
+    a.add_argument('--scope', default='metadata', choices=SCOPES,
                    help=_('What of the book\'s text is sent: nothing (metadata, the default), the selection with '
-                          'its neighbours, the current chapter, the best passages up to the reading position, or '
+                          'its neighbours, the current chapter, the best passages up to the reading position, '
+                          'everything up to the reading position (so-far: as much as the model reads at once), or '
                           'the best passages of the whole book'))
+    a.add_argument('--yes', action='store_true', help=_('Send everything up to the reading position to a '
+                                                        'provider not on this computer (without it, only what it '
+                                                        'would send and cost is said)'))
     a.add_argument('--position', type=float, metavar='FRACTION', help=_('The reading position, as a fraction of the '
                                                                         'book (default: where the viewer last was)'))
     a.add_argument('--text', metavar='TEXT', help=_('The selected text, for the selection scope'))
@@ -445,17 +451,32 @@ def ask(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
     else:
         text = args.prompt
     question = Question(text) if args.scope == 'metadata' else with_book_text(library, args, text, conv)
+    provider = None if args.show_sent else provider_for(args)
+    if provider is not None:
+        check_large_send(provider, question, conv, args)
     for notice in question.notices:  # as the windows tell them, before anything is sent
         say(sys.stderr, notice)
-    if args.show_sent:
+    if provider is None:
         return show_sent(question.messages(conv), stdout)
-    provider = provider_for(args)
     answer, kept = answer_and_keep(library, conv, provider, question, args, stdout)
     if question.excerpt is not None and answer.failed is None:
         show_citations(answer.text, cast(Excerpt, question.excerpt), args.json, stdout)
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
     return OK if kept else NOT_WRITTEN
+
+
+def check_large_send(provider: AIProviderPlugin, question: Question, conv: Conversation,
+                     args: argparse.Namespace) -> None:
+    """Everything read so far goes to a provider not on this computer only with --yes, as the windows
+    ask before it goes: without it, what it would send and cost is said, and nothing is sent."""
+    ex = question.excerpt
+    if provider.connection.is_local or args.yes or not isinstance(ex, Excerpt) or ex.scope != 'so-far':
+        return
+    model = args.model or conv.model or provider.config.option('model') or ''
+    raise Exit(USAGE, _('Everything up to where you are would go to {provider}. {estimate} Nothing was sent: add '
+                        '--yes to send it.').format(provider=provider.display_name, estimate=sending_estimate(
+                            provider.name, model, estimated_tokens(question.messages(conv)), False)))
 
 
 def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str, conv: Conversation) -> Question:
@@ -497,7 +518,7 @@ def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str, co
             cancel = CancelToken()
             try:
                 with ctrl_c_cancels(cancel):
-                    room = book_text_room(provider, conv, text, args.model or '', cancel)
+                    room = book_text_room(provider, conv, text, args.model or '', cancel, scope=args.scope)
             except Cancelled:
                 raise Exit(STOPPED, _('Stopped.')) from None
         vectors = book_meaning(provider, args.scope, index, text)
@@ -593,6 +614,7 @@ def ask_library(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) 
     if args.show_sent:
         return show_sent(question.messages(conv), stdout)
     provider = provider_for(args)
+    check_large_send(provider, question, conv, args)
     answer, kept = answer_and_keep(library, conv, provider, question, args, stdout)
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
@@ -620,9 +642,11 @@ def provider_for(args: argparse.Namespace) -> AIProviderPlugin:
 
 
 def stream_answer(exchange: Exchange, args: argparse.Namespace, stdout: TextIO) -> None:
-    """exchange's question sent; the answer streams to stdout (as text, or as --json events).
-    Ctrl-C stops it as Stop does in a window: the stream ends with a cancelled Done (a "done"
-    event whose finish_reason is "cancelled"), and what came is kept (see stopped())."""
+    """exchange's question sent; the answer streams to stdout (as text, or as --json events: the
+    usage event holds the tokens read from the provider's cache and written to it), then, as
+    text, the tokens read from the cache on standard error (cache_text()). Ctrl-C stops it as
+    Stop does in a window: the stream ends with a cancelled Done (a "done" event whose
+    finish_reason is "cancelled"), and what came is kept (see stopped())."""
     answer = exchange.answer
     with ctrl_c_cancels(exchange.cancel):
         for chunk in exchange.chunks():
@@ -643,6 +667,8 @@ def stream_answer(exchange: Exchange, args: argparse.Namespace, stdout: TextIO) 
         if left_out:
             say(stdout, ngettext('{count} more page the answer named is not shown.',
                                  '{count} more pages the answer named are not shown.', left_out).format(count=left_out))
+        if cached := cache_text(answer.done.usage):  # beside the answer, as the notices are
+            say(sys.stderr, cached)
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from calibre_plugins.bookai.conversation.books import BookInfo, answer_language
 from calibre_plugins.bookai.conversation.prompts import (
-    context_prompt, grounding_instructions, reading_prompt, with_passages,
+    book_part, context_prompt, grounding_instructions, reading_prompt, with_passages, with_passages_above,
 )
 from calibre_plugins.bookai.core.messages import Answer, Cost, Done, Message, Role, Usage, WebLink
 from calibre_plugins.bookai.core.printable import one_line
@@ -109,10 +109,17 @@ class Conversation:
         grounded = bool(passages) or any(t.passages for t in answered)
         spoiler_safe = spoiler_safe or any(t.spoiler_safe for t in answered)
         messages = [self.context(grounded, spoiler_safe)]
+        sent: set[str] = set()  # passages sent once are not sent again: the same block, the same numbers
+
+        def asked(text: str, block: str) -> Message:
+            if block and block in sent:
+                return Message(Role.USER, with_passages_above(text))
+            sent.add(block)
+            return question_message(text, block)
         for turn in answered:
-            messages.append(Message(Role.USER, with_passages(turn.question, turn.passages)))
+            messages.append(asked(turn.question, turn.passages))
             messages.append(Message(Role.ASSISTANT, turn.answer, turn.reasoning, turn.reasoning_details))
-        messages.append(Message(Role.USER, with_passages(question, passages)))
+        messages.append(asked(question, passages))
         return messages
 
     def ask(self, question: str, passages: str = '', spoiler_safe: bool = False,
@@ -154,7 +161,7 @@ class Conversation:
             values = [getattr(u, name) for u in used]
             return None if any(v is None for v in values) else sum(values)
         return Usage(total('input_tokens'), total('output_tokens'), total('reasoning_tokens'),
-                     total('cached_tokens'), total_cost(u.cost for u in used))
+                     total('cached_tokens'), total_cost(u.cost for u in used), total('cache_write_tokens'))
 
     # saved form {{{
 
@@ -184,6 +191,12 @@ class Conversation:
     # }}}
 
 
+def question_message(question: str, passages: str) -> Message:
+    """A question as it is sent, after the passages of the book sent with it: the book's part
+    marked (Message.book_chars), where a service's prompt cache may end."""
+    return Message(Role.USER, with_passages(question, passages), book_chars=len(book_part(passages)))
+
+
 def book_from_dict(d: dict[str, Any]) -> BookInfo:
     return BookInfo(int(d['book_id']), str(d['title']), texts_field(d, 'authors'), d.get('series', ''),
                     d.get('series_index'), texts_field(d, 'tags'),
@@ -204,10 +217,11 @@ def turn_from_dict(d: dict[str, Any]) -> Turn:
     usage = None
     if u is not None:
         c = u.get('cost')
-        counts = [count_field(u, k) for k in ('input_tokens', 'output_tokens', 'reasoning_tokens', 'cached_tokens')]
+        counts = [count_field(u, k) for k in ('input_tokens', 'output_tokens', 'reasoning_tokens', 'cached_tokens',
+                                              'cache_write_tokens')]
         usage = Usage(counts[0], counts[1], counts[2], counts[3], None if c is None else Cost(
                           float(c['amount']), c.get('currency', 'USD'), c.get('source', 'reported'),
-                          c.get('price_date', '')))
+                          c.get('price_date', '')), counts[4])
     answer, reasoning, model, error, finish_reason = (text_field(d, k) for k in (
         'answer', 'reasoning', 'model', 'error', 'finish_reason'))
     links, left_out = kept_links(WebLink(*pair) for pair in web_link_pairs(d))
@@ -268,3 +282,12 @@ def usage_text(usage: Usage, local: bool = False) -> str:
     if usage.cost is not None or parts:  # the cost as every cost is said (providers.pricing.cost_text)
         parts.append(cost_text(usage.cost, local))
     return ' · '.join(parts)
+
+
+def cache_text(usage: Usage) -> str:
+    """The tokens of an answer's prompt the service read from its prompt cache, in words: '13,200 of
+    14,100 tokens read from the provider's cache'; '' when it read none (or did not say)."""
+    if not usage.cached_tokens or not usage.input_tokens:  # Usage holds them to a part of the prompt
+        return ''
+    return _("{cached} of {prompt} tokens read from the provider's cache").format(
+        cached=f'{usage.cached_tokens:,}', prompt=f'{usage.input_tokens:,}')

@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from calibre_plugins.bookai.core.cancel import CancelToken
-from calibre_plugins.bookai.core.messages import Answer, Chunk, Done, Failed, Message
+from calibre_plugins.bookai.core.errors import ContextTooLong
+from calibre_plugins.bookai.core.messages import Answer, Chunk, Done, Failed, Message, estimated_tokens
+from calibre_plugins.bookai.providers.context import refused
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.conversation.conversation import Conversation, Turn
@@ -57,8 +59,13 @@ class Exchange:
         return self.provider.text_chat(self.messages, use_model=self.use_model, cancel=self.cancel)
 
     def take(self, chunk: Chunk) -> bool:
-        """Add chunk to the answer; whether it was the last one."""
+        """Add chunk to the answer; whether it was the last one. A request the service refused as
+        longer than the model reads teaches how much it does read (providers.context.refused()):
+        the next question's book text is held below it."""
         self.answer.add(chunk)
+        if isinstance(chunk, Failed) and isinstance(chunk.error, ContextTooLong):
+            model = self.use_model or self.provider.config.option('model') or ''
+            refused(self.provider.name, self.provider.config.base_url, model, estimated_tokens(self.messages))
         return isinstance(chunk, (Done, Failed))
 
     def stopped_here(self) -> None:

@@ -133,7 +133,24 @@ def with_passages(question: str, passages: str) -> str:
     """The question as sent: after the passages of the book and the reminder to cite them
     (small models forget what the system message said by the end of the passages). The
     question comes last: a small model that reads the reminder last writes it back."""
-    return f'{passages}\n\n{CITE_REMINDER}\n\n{question}' if passages else question
+    return f'{book_part(passages)}\n\n{question}' if passages else question
+
+
+def book_part(passages: str) -> str:
+    """What with_passages() puts before the question: the passages and the reminder, the same
+    bytes for every question sent with the same passages, so that a service's prompt cache can
+    hold them ('' for none)."""
+    return f'{passages}\n\n{CITE_REMINDER}' if passages else ''
+
+
+# a question whose passages are the very ones an earlier question of the conversation sent (the
+# whole book read so far, asked about twice at one place): they are not sent again
+PASSAGES_ABOVE = '(The passages are the numbered ones above. Cite the passages you use as [n].)'
+
+
+def with_passages_above(question: str) -> str:
+    """The question as sent when its passages went with an earlier question of the conversation."""
+    return f'{PASSAGES_ABOVE}\n\n{question}'
 
 
 def passages_block(ex: 'Excerpt') -> str:

@@ -20,7 +20,7 @@ is built: in a thread in the windows), never more.
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from calibre_plugins.bookai.conversation.prompts import library_block, passages_block
@@ -32,7 +32,8 @@ from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_qu
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook
 from calibre_plugins.bookai.grounding.index import Index
 from calibre_plugins.bookai.grounding.library_search import LibraryExcerpt, library_excerpt
-from calibre_plugins.bookai.grounding.scopes import Excerpt, Place, excerpt
+from calibre_plugins.bookai.grounding.scopes import Excerpt, Place, check_place, excerpt
+from calibre_plugins.bookai.grounding.so_far import passages_read, read_until, tokens_of
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
@@ -95,16 +96,17 @@ class Room:
     window: int
     tokens: int
     why: str = ''
+    sent: tuple[str, ...] = ()  # the passages already in the conversation: sent again, they cost nothing
 
 
-def room_in(window: int, messages: list[Message]) -> Room:
+def room_in(window: int, messages: list[Message], sent: tuple[str, ...] = ()) -> Room:
     """The Room in a window of that many tokens, when messages (what the question sends without
     its passages) go with them, and the answer keeps ANSWER_ROOM (at most a quarter of the window)."""
-    return Room(window, window - estimated_tokens(messages) - min(ANSWER_ROOM, window // 4))
+    return Room(window, window - estimated_tokens(messages) - min(ANSWER_ROOM, window // 4), sent=sent)
 
 
 def book_text_room(provider: 'AIProviderPlugin', conv: 'Conversation', question: str, use_model: str = '',
-                   cancel: CancelToken | None = None, wanted: int | None = None) -> Room | None:
+                   cancel: CancelToken | None = None, wanted: int | None = None, scope: str = '') -> Room | None:
     """The Room the model that will answer question in conv has (use_model, else the one the
     conversation pinned, else the provider's own: as exchange.Exchange sends it), from its context
     window (provider.context_window(), which may ask the service: not on the GUI thread); None when
@@ -112,12 +114,14 @@ def book_text_room(provider: 'AIProviderPlugin', conv: 'Conversation', question:
     when the service was asked and failed to say. Nothing is asked of a provider not set up yet (sending
     then says why). wanted is the most tokens of book text the question would send (default: the
     reader's "Book text per question, at most"): when they fit in ASSUMED_WINDOW with the rest,
-    nothing is asked, and None comes back. Raises Cancelled on Stop."""
+    nothing is asked, and None comes back; for scope "so-far" (everything read) the service is
+    always asked. Raises Cancelled on Stop."""
     if provider.config.missing_setup():
         return None
     if wanted is None:
         wanted = plugin_prefs()['book_text_budget']
-    if room_in(ASSUMED_WINDOW, conv.messages_for(question, ' ', spoiler_safe=True)).tokens >= wanted:
+    asking = conv.messages_for(question, ' ', spoiler_safe=True)
+    if scope != 'so-far' and room_in(ASSUMED_WINDOW, asking).tokens >= wanted:
         return None
     try:
         model = use_model or conv.model or provider.choose_model(cancel=cancel)
@@ -128,7 +132,7 @@ def book_text_room(provider: 'AIProviderPlugin', conv: 'Conversation', question:
         return None
     if not window.tokens:
         return Room(0, 0, window.why)
-    return room_in(window.tokens, conv.messages_for(question, ' ', spoiler_safe=True))
+    return room_in(window.tokens, asking, tuple(t.passages for t in conv.turns if t.answered and t.passages))
 
 
 MEANING_FAILED = _('Passages could not be ranked by meaning ({error}); they are ranked by their words.')
@@ -146,6 +150,8 @@ def book_question(text: str, scope: str, book: Book, index: Index | None = None,
     NoPlace when the scope keeps to the reader's place and none is known: nothing is sent."""
     if budget is None:
         budget = plugin_prefs()['book_text_budget']
+    if scope == 'so-far':
+        return so_far_question(text, book, index, position, budget, embedding_index, question_vector, room)
     notices: tuple[str, ...] = ()
     if room is not None and room.why:
         notices = (_('Book AI could not learn how much the model reads at once ({why}); the passages keep to '
@@ -162,6 +168,47 @@ def book_question(text: str, scope: str, book: Book, index: Index | None = None,
         return Question(text, notices=notices + (_('No passage of the book fits this question there; only the '
                                                    'book\'s details go with it.'),), excerpt=ex)
     return Question(text, passages_block(ex), ex.until is not None, ex.places, notices, excerpt=ex)
+
+
+def so_far_question(text: str, book: Book, index: Index | None, position: float | None, budget: int,
+                    embedding_index: EmbeddingIndex | None, question_vector: list[float] | None,
+                    room: Room | None) -> Question:
+    """text, with everything read up to position (scope "so-far"), numbered as passages are, when
+    the model has room for all of it (room: book_text_room() asked with that scope) or it already
+    went with an earlier question of the conversation; else the passages that best match ("position"
+    within budget and room), and the reader is told why. Raises NoPlace without a place."""
+    check_place('so-far', position)
+    read = passages_read(book, read_until(book, position))
+    total = tokens_of(read)
+    ex = excerpt(book, 'so-far', text, position, budget=total)
+    block = passages_block(ex) if ex.passages else ''
+    if not block:
+        return Question(text, notices=(_('No passage of the book fits this question there; only the book\'s '
+                                         'details go with it.'),), excerpt=ex)
+    if room is not None and block in room.sent:
+        return Question(text, block, True, ex.places, (_('Everything up to where you are went with an earlier '
+                                                         'question of this conversation: it is not sent again.'),),
+                        excerpt=ex)
+    if room is not None and not room.why and total <= room.tokens:
+        return Question(text, block, True, ex.places, (_('Everything up to where you are goes with this question: '
+                                                         'about {tokens} tokens of the book.').format(
+            tokens=f'{total:,}'),), excerpt=ex)
+    if room is None or room.why:
+        why = (_('Book AI does not know how much the model reads at once, so everything up to where you are '
+                 '(about {tokens} tokens) cannot go; the passages that best match the question go instead.')
+               if room is None else
+               _('Book AI could not learn how much the model reads at once ({why}), so everything up to where '
+                 'you are (about {tokens} tokens) cannot go; the passages that best match the question go '
+                 'instead.')).format(tokens=f'{total:,}', why=room.why if room else '')
+        ranked = book_question(text, 'position', book, index, position, '', budget, embedding_index,
+                               question_vector)
+    else:
+        why = _('Everything up to where you are (about {tokens} tokens) is more than the model reads at once '
+                '({window} tokens); the passages that best match the question go instead.').format(
+            tokens=f'{total:,}', window=f'{room.window:,}')
+        ranked = book_question(text, 'position', book, index, position, '', budget, embedding_index,
+                               question_vector, room)
+    return replace(ranked, notices=(why, *ranked.notices))
 
 
 def library_question(db: 'Cache', text: str, book_ids: Iterable[int] | None = None) -> Question:

@@ -204,16 +204,18 @@ def request_of(plan: RecapPlan, summaries: bool, since: int = 0, series: str = '
 
 
 def recap_question(plan: RecapPlan, sources: Sequence[Source], run: SummaryRun | None = None, series: str = '',
-                   title: str = '') -> Question:
+                   title: str = '', text: str = '') -> Question:
     """The Question a recap sends (exchange.Exchange sends it in the conversation): the request, the
     summaries (run's) and the passages sent in full, numbered in that order, and a Place for each
-    number; said: what the plan and the run had to say, and the chapters whose summary is missing."""
+    number; said: what the plan and the run had to say, and the chapters whose summary is missing.
+    text: another question to send with them instead of the recap request (the reader's own, with
+    prompts.SUMMARIES_NOTE when the plan is "summaries")."""
     notices = list(plan.notices)
     if plan.mode == 'text':
         source = sources[0]
         block = numbered_block((title_of(source.book, p), p.text) for p in plan.detail)
         places = places_of(source.book, plan.detail)
-        return Question(request_of(plan, False), block, True, tuple(places), tuple(notices),
+        return Question(text or request_of(plan, False), block, True, tuple(places), tuple(notices),
                         excerpt_of(source, plan.detail, places))
     run = run or SummaryRun()
     notices += run.notices + run.failed
@@ -251,7 +253,7 @@ def recap_question(plan: RecapPlan, sources: Sequence[Source], run: SummaryRun |
         places += places_of(s.book, [p], s.key.book_id if plan.kind == 'series' else 0,
                             s.key.fmt if plan.kind == 'series' else '', s.title if plan.kind == 'series' else '')
     places += places_of(last.book, plan.detail)
-    request = request_of(plan, bool(items), first_detail, series, title)
+    request = text or request_of(plan, bool(items), first_detail, series, title)
     excerpt = None if plan.kind == 'series' else excerpt_of(last, [p for _i, p in cited] + list(plan.detail), places)
     return Question(request, '\n\n'.join(p for p in parts if p), True, tuple(places), tuple(notices), excerpt)
 

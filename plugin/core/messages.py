@@ -6,10 +6,11 @@ answer streams, then exactly one of Done or Failed. Errors travel in the
 stream as Failed, never as exceptions, so a window only ever has to read chunks.
 
 Usage is where the numbers a service (or a History file) tells of an answer come in, so it
-holds only what can be true: token counts are whole numbers from 0 below MOST_TOKENS, and a
-cost is kept only when its amount is money (money(): finite, from 0 to MOST_MONEY US dollars
-or so, of a three-letter currency); anything else is unknown (None), never shown, never added
-to a total.
+holds only what can be true: token counts are whole numbers from 0 below MOST_TOKENS, the
+tokens read from and written to the service's prompt cache a part of the prompt's (none of
+them without a prompt count, and together never more than it), and a cost is kept only when
+its amount is money (money(): finite, from 0 to MOST_MONEY US dollars or so, of a three-letter
+currency); anything else is unknown (None), never shown, never added to a total.
 """
 
 import math
@@ -38,6 +39,15 @@ class Message:
     # provider-specific data some APIs want sent back with the next turn
     # (Anthropic's signed thinking blocks, for instance)
     reasoning_details: tuple = ()
+    # how many characters at the start of text are the book's text sent with a question (its
+    # passages and the reminder to cite them): the same bytes for every question about the same
+    # book and place, where a provider's prompt cache can end (providers/caching.py); 0 for none
+    book_chars: int = 0
+
+    @property
+    def book_text(self) -> str:
+        """The book's text this message starts with ('' for none)."""
+        return self.text[:self.book_chars] if 0 < self.book_chars <= len(self.text) else ''
 
 
 @dataclass(frozen=True)
@@ -87,22 +97,37 @@ def known_cost(cost: object) -> 'Cost | None':
     return cost if type(cost.amount) is float else Cost(amount, cost.currency, cost.source, cost.price_date)
 
 
+COUNTS = ('input_tokens', 'output_tokens', 'reasoning_tokens', 'cached_tokens', 'cache_write_tokens')
+
+
 @dataclass(frozen=True)
 class Usage:
     """Tokens and cost of an answer. Whatever it is given, it keeps only counts that are counts
-    (token_count()) and a cost that is money (known_cost()): the rest becomes None, unknown."""
+    (token_count()), cache counts that are parts of the prompt's, and a cost that is money
+    (known_cost()): the rest becomes None, unknown.
+
+    input_tokens counts the whole prompt, read from the service's cache or not; cached_tokens
+    are those of them read from its cache (billed at its cached rate), cache_write_tokens those
+    written to it (Anthropic bills them above the input rate)."""
     input_tokens: int | None = None
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
     # None when nobody knows what the answer cost: unknown, never free
     cost: Cost | None = None
+    cache_write_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ('input_tokens', 'output_tokens', 'reasoning_tokens', 'cached_tokens'):
+        for name in COUNTS:
             value = getattr(self, name)
             if value is not None and token_count(value) is None:
                 object.__setattr__(self, name, None)
+        prompt = self.input_tokens
+        if self.cached_tokens is not None and (prompt is None or self.cached_tokens > prompt):
+            object.__setattr__(self, 'cached_tokens', None)  # a part of a prompt it cannot be
+        written = self.cache_write_tokens
+        if written is not None and (prompt is None or written + (self.cached_tokens or 0) > prompt):
+            object.__setattr__(self, 'cache_write_tokens', None)
         if self.cost is not None:
             object.__setattr__(self, 'cost', known_cost(self.cost))
 

@@ -5,6 +5,8 @@
 - selection: the paragraph holding the selected text, with its neighbours;
 - chapter: the chapter the reader is in, up to the reader's position;
 - position: the passages that best match the question, all before the reader's position;
+- so-far: everything read, up to the reader's position, in order (grounding.so_far), when the
+  budget holds it all (conversation.question sizes that budget to the model's context window);
 - book: the passages that best match the question, anywhere (spoilers allowed).
 
 With a reading position, nothing after it is sent in any scope but "book"; with
@@ -20,12 +22,13 @@ from typing import TYPE_CHECKING
 from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, ranked
 from calibre_plugins.bookai.grounding.index import Index, Passage, passages
+from calibre_plugins.bookai.grounding.so_far import passages_read, tokens_of
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.grounding.extract import Book, Paragraph
 
-SCOPES = ('metadata', 'selection', 'chapter', 'position', 'book')
-NEEDS_PLACE = ('chapter', 'position')  # the scopes that keep to the reader's place
+SCOPES = ('metadata', 'selection', 'chapter', 'position', 'so-far', 'book')
+NEEDS_PLACE = ('chapter', 'position', 'so-far')  # the scopes that keep to the reader's place
 DEFAULT_BUDGET = 1500  # tokens of book text
 NEIGHBOURS = 2
 
@@ -83,6 +86,10 @@ def excerpt(book: 'Book', scope: str, question: str = '', position: float | None
         chosen = around_selection(book, selection, until)
     elif scope == 'chapter':
         chosen = chapter_up_to(book, until if until is not None else book.length)
+    elif scope == 'so-far':  # all of it, or none: a part would be a beginning, not what was read
+        chosen = passages_read(book, until if until is not None else book.length)
+        if tokens_of(chosen) > budget:
+            chosen = []
     elif scope in ('position', 'book'):
         index = index or Index(passages(book))
         chosen = ranked(index, embedding_index, question, question_vector, k=50, until=until)

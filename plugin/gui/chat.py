@@ -27,6 +27,7 @@ from qt.core import (
     QFont, QFrame, QTextBlockFormat, QTextBrowser, QTextCharFormat, QTextCursor, QTimer, QUrl, QWidget, pyqtSignal,
 )
 
+from calibre_plugins.bookai.conversation.conversation import cache_text
 from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.conversation.render import markdown_to_html, renderer, stable_end
 from calibre_plugins.bookai.core.web_links import is_web_address, kept_links, site
@@ -159,7 +160,8 @@ class ChatView(QTextBrowser):
         return ''.join(parts)
 
     def turn_footer_html(self, index: int, turn: 'Turn') -> str:
-        """What follows an answer: how it ended when that is worth saying, an error, the links."""
+        """What follows an answer: how it ended when that is worth saying, the tokens of its prompt
+        read from the provider's cache, an error, the links."""
         parts = [sources_html(turn)]
         if turn.finish_reason == 'cancelled':
             parts.append(muted_html(_('Stopped.')))
@@ -167,6 +169,8 @@ class ChatView(QTextBrowser):
             parts.append(muted_html(_('The answer was cut off: it reached the length limit.')))
         if repeated := repeated_html(index, turn):
             parts.append(repeated)
+        if turn.usage is not None and (cached := cache_text(turn.usage)):  # what the prompt cache saved
+            parts.append(muted_html(cached))
         if turn.error:
             parts.append(f'<p style="color:{ERROR_COLOR}">{escape(turn.error)}</p>')
             parts.append('<p>' + link(f'retry/{index}', _('Retry'), _('Ask this question again')) + '</p>')

@@ -39,11 +39,11 @@ from calibre_plugins.bookai.conversation.question import (
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import Answer, Chunk, ReasoningDelta, TextDelta
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
-from calibre_plugins.bookai.grounding.scopes import NoPlace, Place, check_place
+from calibre_plugins.bookai.grounding.scopes import Excerpt, NoPlace, Place, check_place
 from calibre_plugins.bookai.gui.book_text import BookText
 from calibre_plugins.bookai.gui.chat import ChatView, citing, link, sent_note
 from calibre_plugins.bookai.gui.passages import (
-    CitationDialog, Grounding, ScopeRow, needs_consent, remember_consent, scope_label,
+    SO_FAR_CONSENT, CitationDialog, Grounding, ScopeRow, needs_consent, remember_consent, scope_label,
 )
 from calibre_plugins.bookai.gui.preview import PreviewDialog, needs_confirmation
 from calibre_plugins.bookai.gui.worker import run_in_thread, stream_in_thread
@@ -295,7 +295,7 @@ class ConversationPanel(QWidget):
                 self.stop_waiting(token)
                 return self.give_back(typed)
             read = text  # not None, in the lambda too
-            self.learn_room(provider, question, token, lambda room: roomed(read, room))  # still waiting
+            self.learn_room(provider, question, scope, token, lambda room: roomed(read, room))  # still waiting
 
         def roomed(text: BookText, room: Room | None) -> None:
             if by_meaning(provider, scope):  # still waiting: for the embeddings
@@ -341,7 +341,7 @@ class ConversationPanel(QWidget):
         self.update_state()
         return True
 
-    def learn_room(self, provider: 'AIProviderPlugin', question: str, token: object,
+    def learn_room(self, provider: 'AIProviderPlugin', question: str, scope: str, token: object,
                    then: Callable[['Room | None'], None]) -> None:
         """What the model has room for in this conversation (book_text_room(), in a thread: it may
         ask the service), then then(room); None, as unknown, when that fails."""
@@ -349,7 +349,7 @@ class ConversationPanel(QWidget):
         conv = self.conv
 
         def work() -> 'Room | None':
-            return book_text_room(provider, conv, question, cancel=cancel)
+            return book_text_room(provider, conv, question, cancel=cancel, scope=scope)
 
         def done(room: 'Room | None', exc: BaseException | None) -> None:
             if not self.waiting_for(token):
@@ -407,7 +407,7 @@ class ConversationPanel(QWidget):
         goes online), then stream the answer."""
         for notice in question.notices:
             self.show_notice(notice)
-        consent = bool(question.passages) and needs_consent(self.books_key(), provider)
+        consent = bool(question.passages) and needs_consent(self.consent_books(question), provider)
         if consent or needs_confirmation(provider, self.conv):
             model = self.conv.model or provider.config.option('model')
             d = PreviewDialog(provider, model, question.messages(self.conv), confirm=True,
@@ -416,7 +416,7 @@ class ConversationPanel(QWidget):
                 self.give_back(typed)
                 return False
             if consent and d.dont_ask is not None and d.dont_ask.isChecked():
-                remember_consent(self.books_key(), provider)
+                remember_consent(self.consent_books(question), provider)
         self.exchange = exchange = Exchange(self.conv, provider, question)
         if exchange.replaces_failed:  # a failed turn is asked again: it goes away
             self.chat.show_conversation(self.conv.turns[:-1], self.assistant(provider), self.intro_html())
@@ -469,6 +469,12 @@ class ConversationPanel(QWidget):
     def books_key(self) -> str:
         """Which book(s) the passages sent are from, for the reader's consent."""
         return self.grounding.key if self.grounding is not None else f'{self.conv.library_id}:library'
+
+    def consent_books(self, question: Question) -> str:
+        """What the reader's consent to send question's book text is kept for: the book(s), and
+        for everything read so far, a large send, a consent of its own (SO_FAR_CONSENT)."""
+        so_far = isinstance(question.excerpt, Excerpt) and question.excerpt.scope == 'so-far'
+        return self.books_key() + (SO_FAR_CONSENT if so_far else '')
 
     def cancel_loading(self) -> None:
         if self.grounding is not None:

@@ -38,6 +38,7 @@ def scope_label(scope: str) -> str:
         'selection': _('The selection and the paragraphs around it'),
         'chapter': _('This chapter, up to where I am'),
         'position': _('Passages up to where I am (no spoilers)'),
+        'so-far': _('Everything up to where I am (no spoilers; as much as the model reads at once)'),
         'book': _('Passages from the whole book (may reveal the ending)'),
     }[scope]
 
@@ -71,6 +72,11 @@ class Grounding:
         scopes = dict(prefs['book_scopes'])
         scopes[self.key] = scope
         prefs['book_scopes'] = scopes
+
+
+# added to a book's key for the consent to send everything read so far, a larger send than passages:
+# "don't ask again" for passages does not cover it
+SO_FAR_CONSENT = '#so-far'
 
 
 def consent_key(books: str, provider: 'AIProviderPlugin') -> str:
@@ -128,7 +134,8 @@ class ScopeRow(QWidget):
             text = _('Only the book\'s details are sent.')
         elif provider is not None and provider.connection.is_local:
             text = _('Local: the book\'s text stays on this computer.')
-        elif provider is not None and not needs_consent(self.grounding.key, provider):
+        elif provider is not None and not needs_consent(
+                self.grounding.key + (SO_FAR_CONSENT if self.scope == 'so-far' else ''), provider):
             text = _('Passages go to {provider} without asking: you said so for this book.').format(
                 provider=provider.display_name)
         else:

@@ -17,7 +17,7 @@ from qt.core import (
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.core.messages import Message, Role, estimated_tokens
 from calibre_plugins.bookai.core.web_links import shown_address, site
-from calibre_plugins.bookai.providers.pricing import prices_for
+from calibre_plugins.bookai.providers.pricing import sending_estimate
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
@@ -46,14 +46,7 @@ def summary_html(provider: 'AIProviderPlugin', model: str, messages: Sequence[Me
     tokens = estimated_tokens(messages)
     lines = [_('These messages go to {where}, model {model}.').format(
         where='<b>' + escape(destination(provider)) + '</b>', model='<b>' + escape(model or _('automatic')) + '</b>')]
-    cost = _('About {tokens} tokens.').format(tokens=f'{tokens:,}')
-    prices = prices_for(provider.name, model)
-    if prices is not None:
-        cost += ' ' + _('Sending them costs about ${amount}, plus the answer.').format(
-            amount=f'{tokens * prices[0] / 1_000_000:.4f}')
-    elif not provider.connection.is_local:
-        cost += ' ' + _('The cost of this model is not known to Book AI.')
-    lines.append(escape(cost))
+    lines.append(escape(sending_estimate(provider.name, model, tokens, provider.connection.is_local)))
     if passages:
         lines.append('<b>' + escape(_('They include {count} passages of the book\'s own text, shown below between '
                                       '<book_passages> and </book_passages>.').format(count=passages)) + '</b>')

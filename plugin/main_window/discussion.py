@@ -77,7 +77,7 @@ class DiscussionWindow(PanelDialog):
             return None
         book_id = conversation.books[0].book_id
         source = LibraryBook(self.gui, self.library.db, book_id, self)
-        return Grounding(source, ('metadata', 'chapter', 'position', 'book'), source.position,
+        return Grounding(source, ('metadata', 'chapter', 'position', 'so-far', 'book'), source.position,
                          go_to=self.open_in_viewer)
 
     def open_in_viewer(self, place: Place) -> None:

@@ -5,10 +5,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
-from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink
+from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink, token_count
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.caching import cached_blocks
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.models import Model, timestamp_of
@@ -55,9 +56,9 @@ class Anthropic(AIProviderPlugin):
         thinking = THINKING_BUDGETS.get(self.config.option('reasoning_effort'))
         limit = max_tokens or int(self.config.option('max_tokens'))
         system = '\n\n'.join(m.text for m in messages if m.role in (Role.SYSTEM, Role.DEVELOPER))
-        payload = {'model': model, 'max_tokens': limit, 'stream': True,
-                   'messages': [self.message(m, thinking) for m in messages
-                                if m.role in (Role.USER, Role.ASSISTANT)]}
+        said = [self.message(m, thinking) for m in messages if m.role in (Role.USER, Role.ASSISTANT)]
+        # the book's text and the conversation so far cached for the next question (providers/caching.py)
+        payload = {'model': model, 'max_tokens': limit, 'stream': True, 'messages': cached_blocks(messages, said)}
         if system:
             payload['system'] = system
         if thinking and not max_tokens:
@@ -88,7 +89,7 @@ class Anthropic(AIProviderPlugin):
                 message = data.get('message') or {}
                 state.model = message.get('model') or state.model
                 state.response_id = message.get('id', '')
-                usage.update(message.get('usage') or {})
+                usage.update(usage_fields(message.get('usage')))
             elif kind == 'content_block_start':
                 block = dict(data.get('content_block') or {})
                 blocks[data.get('index', 0)] = block
@@ -117,17 +118,12 @@ class Anthropic(AIProviderPlugin):
                     raise ResultBlocked(_('Claude declined to answer.'))
                 if reason:
                     state.finish_reason = STOP_REASONS.get(reason, reason)
-                usage.update(data.get('usage') or {})
+                usage.update(usage_fields(data.get('usage')))
             elif kind == 'message_stop':
                 state.finished = True
             elif kind == 'error':
                 raise self.error_of(data.get('error') or {}, state.model)
-        # Anthropic counts the prompt in three parts: fresh, read from its cache, written to it
-        prompt = None
-        if 'input_tokens' in usage:
-            prompt = sum(usage.get(k) or 0 for k in ('input_tokens', 'cache_read_input_tokens',
-                                                    'cache_creation_input_tokens'))
-        state.usage = Usage(prompt, usage.get('output_tokens'), None, usage.get('cache_read_input_tokens'))
+        state.usage = usage_of(usage)
         state.reasoning_details = [{'type': 'thinking', 'thinking': b.get('thinking', ''),
                                     'signature': b['signature']}
                                    for i, b in sorted(blocks.items()) if b.get('type') == 'thinking'
@@ -148,3 +144,27 @@ class Anthropic(AIProviderPlugin):
     def parse_models(self, data: dict) -> list[Model]:
         return [Model(m['id'], m.get('display_name', ''), timestamp_of(m.get('created_at')), reasoning=True)
                 for m in data.get('data', ()) if m.get('id')]
+
+
+USAGE_FIELDS = ('input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens')
+
+
+def usage_fields(usage: object) -> dict[str, Any]:
+    """The counts Book AI reads of a usage object of message_start or message_delta (the latter's
+    are the totals so far, so they replace the former's); TypeError for a usage that is not an
+    object (a stream of the wrong shape). A count of the wrong shape is no count (usage_of())."""
+    if usage is None:
+        return {}
+    if not isinstance(usage, dict):
+        raise TypeError('the usage is not an object')
+    return {k: usage[k] for k in USAGE_FIELDS if k in usage}
+
+
+def usage_of(usage: dict[str, Any]) -> Usage:
+    """The Usage of what message_start and message_delta said. Anthropic counts the prompt in three
+    parts, fresh (input_tokens), read from its cache and written to it: the prompt is their sum, of
+    the parts that are counts (without a fresh count, unknown)."""
+    fresh, read, written = (token_count(usage.get(k)) for k in (
+        'input_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens'))
+    prompt = None if fresh is None else fresh + (read or 0) + (written or 0)
+    return Usage(prompt, usage.get('output_tokens'), None, read, cache_write_tokens=written)

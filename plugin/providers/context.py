@@ -52,7 +52,8 @@ class ContextWindow:
     """A model's context window in tokens, and where it was learned."""
     tokens: int         # 0 when unknown: the service was asked and could not say
     source: str         # 'setting' (the reader's), 'service' (what the server said of the model
-    #                     loaded), 'list' (the model list), 'table' (CONTEXT_WINDOWS), 'unknown'
+    #                     loaded), 'list' (the model list), 'table' (CONTEXT_WINDOWS), 'unknown',
+    #                     'refused' (less than a request the service refused as too long: refused())
     date: str = ''      # for 'table': CONTEXT_DATE
     why: str = ''       # for 'unknown': what the service did instead of saying, in words
 
@@ -68,3 +69,26 @@ def table_window(provider: str, model: str | None) -> ContextWindow | None:
     "latest" after its id, as prices are matched); None when it is not listed."""
     tokens = table_entry(CONTEXT_WINDOWS.get(provider, {}), model)
     return ContextWindow(tokens, 'table', CONTEXT_DATE) if tokens else None
+
+
+# what a service refused as too long, in this process: (provider, address, model) -> fewer tokens
+# than that request held. A window learned later is held below it (refused_below()).
+REFUSED: dict[tuple[str, str, str], int] = {}
+MOST_REFUSED = 64
+
+
+def refused(provider: str, address: str, model: str, tokens: int) -> None:
+    """The service at address refused a request of about tokens tokens to model as longer than
+    it reads: its window is taken as three quarters of that from now on (the estimate of tokens
+    is rough), whatever it or the table says."""
+    key = (provider, address, model)
+    if key in REFUSED or len(REFUSED) < MOST_REFUSED:
+        REFUSED[key] = min(REFUSED.get(key, tokens), tokens * 3 // 4)
+
+
+def refused_below(provider: str, address: str, model: str, window: ContextWindow | None) -> ContextWindow | None:
+    """window, held below what the service refused (refused()); as it was when nothing was."""
+    most = REFUSED.get((provider, address, model))
+    if most is None or (window is not None and 0 < window.tokens <= most):
+        return window
+    return ContextWindow(most, 'refused')

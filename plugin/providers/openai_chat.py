@@ -21,12 +21,15 @@ from calibre_plugins.bookai.core.messages import Cost, Message, ReasoningDelta, 
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.caching import (
+    is_llama_cpp, is_llama_cpp_props, is_openai_service, llama_cpp_seen, llama_cpp_timings, prompt_cache_key,
+)
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.context import ContextWindow, window_tokens
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.options import Option, parse_headers
-from calibre_plugins.bookai.providers.streaming import StreamState, json_of
+from calibre_plugins.bookai.providers.streaming import StreamState, json_of, count_at
 
 load_translations()
 
@@ -65,6 +68,8 @@ class OpenAIChat(AIProviderPlugin):
         effort = self.config.option('reasoning_effort')
         if effort in EFFORTS:
             payload['reasoning_effort'] = effort
+        if is_openai_service(self.config.base_url):  # the same for every question about a book and place
+            payload['prompt_cache_key'] = prompt_cache_key(messages)
         return payload
 
     def option_or_none(self, name: str) -> Any:
@@ -88,8 +93,10 @@ class OpenAIChat(AIProviderPlugin):
                 raise self.stream_error(data['error'], state.model)
             state.model = data.get('model') or state.model
             state.response_id = data.get('id') or state.response_id
+            if llama_cpp_timings(data):  # llama.cpp's server: later questions ask it to keep its cache
+                llama_cpp_seen(self.config.base_url)
             if usage := data.get('usage'):
-                state.usage = self.usage_of(usage)
+                state.usage = self.usage_of(usage, data.get('timings'))
             for choice in data.get('choices') or ():
                 delta = choice.get('delta') or {}
                 reasoning = delta.get('reasoning_content') or delta.get('reasoning')
@@ -115,13 +122,19 @@ class OpenAIChat(AIProviderPlugin):
         return error_for_status(status, self.display_name, message=message, code=code, model=model)
 
     @staticmethod
-    def usage_of(usage: dict) -> Usage:
-        details = usage.get('completion_tokens_details')
-        details = details if isinstance(details, dict) else {}
-        prompt = usage.get('prompt_tokens_details')
-        cached = prompt.get('cached_tokens') if isinstance(prompt, dict) else None
-        return Usage(usage.get('prompt_tokens'), usage.get('completion_tokens'), details.get('reasoning_tokens'),
-                     cached)  # Usage keeps only what are counts
+    def usage_of(usage: dict, timings: object = None) -> Usage:
+        """The Usage of a usage object (Usage keeps only what are counts): the prompt's tokens read
+        from the service's cache in prompt_tokens_details (OpenAI, OpenRouter, llama.cpp's server,
+        xAI), else in DeepSeek's prompt_cache_hit_tokens, else in llama.cpp's timings (cache_n);
+        those written to it (OpenRouter, OpenAI's newer models)."""
+        cached = count_at(usage, 'prompt_tokens_details', 'cached_tokens')
+        if cached is None:
+            cached = count_at(usage, 'prompt_cache_hit_tokens')
+        if cached is None:
+            cached = count_at(timings, 'cache_n')
+        return Usage(usage.get('prompt_tokens'), usage.get('completion_tokens'),
+                     count_at(usage, 'completion_tokens_details', 'reasoning_tokens'), cached,
+                     cache_write_tokens=count_at(usage, 'prompt_tokens_details', 'cache_write_tokens'))
 
     def models_request(self) -> Request:
         return self.connection.request('/models')
@@ -179,6 +192,12 @@ class OpenAICompatible(OpenAIChat):
     def extra_headers(cls, config: ProviderConfig) -> dict[str, str]:
         return dict(parse_headers(config.option('headers') or ()))
 
+    def chat_payload(self, messages: list[Message], model: str, max_tokens: int | None) -> dict:
+        payload = super().chat_payload(messages, model, max_tokens)
+        if is_llama_cpp(self.config.base_url):  # only to llama.cpp's server: another may refuse it
+            payload['cache_prompt'] = True
+        return payload
+
     def served_context(self, model: str, cancel: CancelToken) -> ContextWindow | None:
         """On a server on this computer only (connection.is_local), what llama.cpp's llama-server
         says at /props: the context each request gets (another server answers 404: unknown)."""
@@ -187,6 +206,8 @@ class OpenAICompatible(OpenAIChat):
         data = self.connection.json_answer(
             self.connection.request_at_root('/props'), model, cancel,
             _('{provider} sent an answer about its model that could not be read.'), quick=True)
+        if is_llama_cpp_props(data):
+            llama_cpp_seen(self.config.base_url)
         tokens = context_of_props(data)
         return ContextWindow(tokens, 'service') if tokens else None
 

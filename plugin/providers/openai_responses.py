@@ -17,10 +17,11 @@ from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers import pricing
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.caching import is_openai_service, prompt_cache_key
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.models import Model
 from calibre_plugins.bookai.providers.options import Option
-from calibre_plugins.bookai.providers.streaming import StreamState, json_of
+from calibre_plugins.bookai.providers.streaming import StreamState, json_of, count_at
 
 load_translations()
 
@@ -85,6 +86,8 @@ class OpenAI(AIProviderPlugin):
             payload['reasoning'] = {'effort': effort, 'summary': 'auto'}
         if self.config.option('web_search'):
             payload['tools'] = [{'type': 'web_search'}]
+        if is_openai_service(self.config.base_url):  # the same for every question about a book and place
+            payload['prompt_cache_key'] = prompt_cache_key(messages)
         return self.connection.request('/responses', payload)
 
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
@@ -120,9 +123,14 @@ class OpenAI(AIProviderPlugin):
         """Fill state from the response a completed or incomplete answer ends with."""
         state.model = response.get('model') or state.model
         usage = response.get('usage') or {}
-        state.usage = Usage(usage.get('input_tokens'), usage.get('output_tokens'),
-                            (usage.get('output_tokens_details') or {}).get('reasoning_tokens'),
-                            (usage.get('input_tokens_details') or {}).get('cached_tokens'))
+        if not isinstance(usage, dict):
+            raise TypeError('the usage is not an object')  # a stream of the wrong shape
+        # the prompt's tokens read from OpenAI's cache, and (GPT-5.6 and later) written to it: a
+        # count of the wrong shape is no count
+        state.usage = Usage(count_at(usage, 'input_tokens'), count_at(usage, 'output_tokens'),
+                            count_at(usage, 'output_tokens_details', 'reasoning_tokens'),
+                            count_at(usage, 'input_tokens_details', 'cached_tokens'),
+                            cache_write_tokens=count_at(usage, 'input_tokens_details', 'cache_write_tokens'))
         state.finish_reason = 'stop'
         if response.get('status') == 'incomplete':
             reason = (response.get('incomplete_details') or {}).get('reason', '')

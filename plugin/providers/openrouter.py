@@ -19,6 +19,7 @@ from calibre_plugins.bookai.core.errors import NotConfigured, ProviderError, Res
 from calibre_plugins.bookai.core.images import Image, ImageAddress, ImageResult, image_from_base64, no_image, said
 from calibre_plugins.bookai.core.messages import Cost, Message, Usage, money
 from calibre_plugins.bookai.core.transport import Request
+from calibre_plugins.bookai.providers.caching import cached_blocks
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.models import Model, kept_models
@@ -33,6 +34,19 @@ AUTO_MODEL = 'openrouter/auto'  # OpenRouter's own choice of a model for each qu
 # free_model_choice), in its order; the paid fallbacks leave gpt-oss out, as calibre does
 OPENROUTER_FAMILIES = ('gemini', 'gpt-5', 'grok', 'gpt-oss', 'claude', 'deepseek')
 OPENROUTER_PAID_FAMILIES = ('gemini', 'gpt-5', 'grok', 'claude', 'deepseek')
+
+
+# the models whose prompt cache OpenRouter is told where to end (cache_control, as Anthropic's API
+# takes it: openrouter.ai/docs, prompt caching); of Gemini's it reads only the last breakpoint
+CACHE_CONTROL_MODELS = ('anthropic/', 'google/gemini')
+
+
+def cache_marked(messages: list[Message], wire: list[dict], book_only: bool = False) -> list[dict]:
+    """wire (messages as chat completions sends them) with the book's text of each question a
+    content part of its own and cache breakpoints as providers.caching.cached_blocks() places them
+    (with book_only, the book's text of the last question only)."""
+    said = iter(cached_blocks(messages, [w for w in wire if w.get('role') != 'system'], book_only))
+    return [w if w.get('role') == 'system' else next(said) for w in wire]
 
 
 def openrouter_family(model: Model) -> str:
@@ -186,6 +200,8 @@ class OpenRouter(OpenAIChat):
         payload['usage'] = {'include': True}
         if fallbacks := self.fallbacks.get(model):
             payload['models'] = list(fallbacks)
+        if model.startswith(CACHE_CONTROL_MODELS):
+            payload['messages'] = cache_marked(messages, payload['messages'], book_only=model.startswith('google/'))
         return self.with_routing(payload)
 
     def with_routing(self, payload: dict) -> dict:
@@ -262,8 +278,11 @@ class OpenRouter(OpenAIChat):
     # }}}
 
     @staticmethod
-    def usage_of(usage: dict) -> Usage:
-        u = OpenAIChat.usage_of(usage)
+    def usage_of(usage: dict, timings: object = None) -> Usage:
+        """OpenAI's usage, with the prompt's tokens read from and written to the cache in its
+        prompt_tokens_details, and the cost OpenRouter reports (which counts its cache's rates
+        already: its cache_discount is not read)."""
+        u = OpenAIChat.usage_of(usage, timings)
         cost = usage.get('cost')
         if cost is not None and type(cost) not in (int, float):
             raise ValueError('the cost is not a number')  # a stream of the wrong shape

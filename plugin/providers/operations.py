@@ -22,7 +22,7 @@ from calibre_plugins.bookai.core.images import Image, ImageAddress, ImageResult
 from calibre_plugins.bookai.core.messages import Chunk, Delta, Done, Failed, Message, Usage
 from calibre_plugins.bookai.providers import pricing
 from calibre_plugins.bookai.providers.capabilities import Capability
-from calibre_plugins.bookai.providers.context import ContextWindow, table_window, window_tokens
+from calibre_plugins.bookai.providers.context import ContextWindow, refused_below, table_window, window_tokens
 from calibre_plugins.bookai.providers.models import (
     Model, cache_path, first_items, kept_models, read_models_cache, write_models_cache,
 )
@@ -276,12 +276,12 @@ class ModelList(Operation):
         Cancelled on Stop. Kept for the provider's life (MOST_WINDOWS_KEPT models) once learned
         without a failure."""
         p = self.provider
-        if model in p.context_windows:
-            return p.context_windows[model]
-        window, failed = self.learned_window(model, cancel or CancelToken())
-        if not failed and len(p.context_windows) < MOST_WINDOWS_KEPT:
+        if model not in p.context_windows:
+            window, failed = self.learned_window(model, cancel or CancelToken())
+            if failed or len(p.context_windows) >= MOST_WINDOWS_KEPT:
+                return refused_below(p.name, p.config.base_url, model, window)
             p.context_windows[model] = window
-        return window
+        return refused_below(p.name, p.config.base_url, model, p.context_windows[model])
 
     def learned_window(self, model: str, cancel: CancelToken) -> tuple[ContextWindow | None, bool]:
         """(the window, whether asking the service failed on the way)."""

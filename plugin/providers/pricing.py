@@ -4,7 +4,9 @@
 Used only when the service does not report the cost itself (OpenRouter does).
 A model missing from the table has an unknown cost, shown as unknown, never as
 free. Prices are USD per million tokens (input, output), as the providers
-published them on PRICE_DATE; the settings show that date.
+published them on PRICE_DATE; the settings show that date. The tokens of a prompt
+read from the service's prompt cache, and those written to it, are priced at the
+rates of CACHE_PRICES, published on the same date.
 
 Every estimate is made from token counts that are counts and ends as money or as
 unknown (core.messages.known_cost): never NaN, infinite, negative or absurd.
@@ -39,6 +41,23 @@ PRICES = {
     },
     'gemini': {
         'gemini-2.5-pro': (1.25, 10.00), 'gemini-2.5-flash': (0.30, 2.50), 'gemini-2.5-flash-lite': (0.10, 0.40),
+    },
+}
+
+# The prompt cache's rates, USD per million tokens (read from the cache, written to it), as
+# published on PRICE_DATE; None for a write: at the input price (OpenAI's and Gemini's implicit
+# caches charge nothing more for it). A model missing here is priced at its input price throughout.
+CACHE_PRICES: dict[str, dict[str, tuple[float, float | None]]] = {
+    'openai': {  # openai.com/api/pricing: "cached input"
+        'gpt-5.5': (0.50, None), 'gpt-5.4': (0.25, None), 'gpt-5.4-nano': (0.02, None),
+        'gpt-5.1': (0.125, None), 'gpt-5': (0.125, None), 'gpt-5-mini': (0.025, None), 'gpt-5-nano': (0.005, None),
+        'gpt-4.1': (0.50, None), 'gpt-4o': (1.25, None), 'gpt-4o-mini': (0.075, None), 'o3': (0.50, None),
+    },
+    # docs.anthropic.com, prompt caching: a read costs a tenth of the input price, a write (kept
+    # five minutes, the default, which is what Book AI asks for) 1.25 times it
+    'anthropic': {model: (round(i * 0.1, 6), round(i * 1.25, 6)) for model, (i, _o) in PRICES['anthropic'].items()},
+    'gemini': {  # ai.google.dev/gemini-api/docs/pricing: "context caching" (prompts up to 200,000 tokens)
+        'gemini-2.5-pro': (0.125, None), 'gemini-2.5-flash': (0.03, None), 'gemini-2.5-flash-lite': (0.01, None),
     },
 }
 
@@ -95,13 +114,38 @@ def prices_for(provider: str, model: str | None) -> tuple[float, float] | None:
     return table_entry(PRICES.get(provider, {}), model)
 
 
+def sending_estimate(provider: str, model: str | None, tokens: int, local: bool) -> str:
+    """About how many tokens a request is and what sending it costs, before it is sent, in words
+    (What will be sent, and the command line before a large send)."""
+    text = _('About {tokens} tokens.').format(tokens=f'{tokens:,}')
+    prices = prices_for(provider, model)
+    if prices is not None:
+        text += ' ' + _('Sending them costs about ${amount}, plus the answer.').format(
+            amount=f'{tokens * prices[0] / 1_000_000:.4f}')
+    elif not local:
+        text += ' ' + _('The cost of this model is not known to Book AI.')
+    return text
+
+
+def cache_prices_for(provider: str, model: str | None) -> tuple[float, float | None] | None:
+    """(read, write) prompt-cache prices of model, per million tokens, from CACHE_PRICES; None when not listed."""
+    return table_entry(CACHE_PRICES.get(provider, {}), model)
+
+
 def estimate(provider: str, model: str | None, usage: Usage) -> Cost | None:
-    """The estimated Cost for usage, or None when the price or the token counts are unknown."""
+    """The estimated Cost for usage, or None when the price or the token counts are unknown: the
+    prompt's tokens read from the service's cache, and those written to it, at the cache's rates
+    (CACHE_PRICES; the input price for a model not listed there), the rest at the input price."""
     prices = prices_for(provider, model)
     tokens_in, tokens_out = token_count(usage.input_tokens), token_count(usage.output_tokens)
     if prices is None or tokens_in is None or tokens_out is None:
         return None
-    amount = (tokens_in * prices[0] + tokens_out * prices[1]) / 1_000_000
+    # Usage holds both to parts of the prompt, together no more than it
+    read, written = usage.cached_tokens or 0, usage.cache_write_tokens or 0
+    read_price, write_price = cache_prices_for(provider, model) or (prices[0], None)
+    fresh = max(0, tokens_in - read - written)
+    amount = (fresh * prices[0] + read * read_price + written * (prices[0] if write_price is None else write_price)
+              + tokens_out * prices[1]) / 1_000_000
     return known_cost(Cost(amount, 'USD', 'estimated', PRICE_DATE))
 
 

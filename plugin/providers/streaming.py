@@ -12,7 +12,9 @@ from typing import cast
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.errors import ProtocolError, Secrets, TooLarge
-from calibre_plugins.bookai.core.messages import Chunk, Delta, Done, Failed, ReasoningDelta, TextDelta, Usage, WebLink
+from calibre_plugins.bookai.core.messages import (
+    Chunk, Delta, Done, Failed, ReasoningDelta, TextDelta, Usage, WebLink, token_count,
+)
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Response
 
@@ -41,10 +43,21 @@ class StreamState:
             self.finish_reason = 'stop'
         u = self.usage
         counts = [n if type(n) is int else None for n in (u.input_tokens, u.output_tokens, u.reasoning_tokens,
-                                                           u.cached_tokens)]
+                                                           u.cached_tokens, u.cache_write_tokens)]
         cost = u.cost if u.cost is None or isinstance(u.cost.amount, float) else None
-        self.usage = Usage(counts[0], counts[1], counts[2], counts[3], cost)
+        self.usage = Usage(counts[0], counts[1], counts[2], counts[3], cost, counts[4])
         self.web_links = [w for w in self.web_links if isinstance(w.url, str) and isinstance(w.title, str)]
+
+
+def count_at(data: object, *keys: str) -> int | None:
+    """The count of tokens at data[keys[0]][keys[1]]...: a service's usage read whatever its shape,
+    None where a level is not a JSON object or lacks the key, or what is there is no count
+    (core.messages.token_count)."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return token_count(data)
 
 
 def json_of(event: SSEEvent, provider: str) -> dict:

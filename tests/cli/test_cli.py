@@ -3,13 +3,14 @@
 installed, a real library, and llama-server answering."""
 
 import json
+import re
 
 import pytest
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from helpers.books import quick_start_epub
-from helpers.peers import LlamaServer, direct_text
+from helpers.peers import LlamaServer, RecordingProxy, direct_text
 
 TOKENS = 24
 
@@ -154,6 +155,27 @@ def test_book_text_up_to_the_position_is_all_the_server_gets(cli, sandbox, tmp_p
     assert 'done' in kinds and kinds <= {'text', 'usage', 'done', 'citation'}
 
 
+def test_the_second_question_about_the_same_place_says_what_came_from_the_cache(cli, sandbox):
+    """Two questions about the chapter up to the same place, each a conversation of its own: the
+    second reads the system message and the book's text from llama-server's prompt cache, and the
+    command line says how much (on standard error: standard output is the answer), and --json's
+    usage event holds the counts."""
+    with LlamaServer('tiny', alias='tiny', ctx=16384, extra_args=('--temp', '0', '-n', '8')) as server:
+        lib = sandbox.make_library(quick_start_epub())
+        assert cli('configure', 'openai_compatible', f'base_url={server.base_url}/v1', 'model=tiny').returncode == 0
+        place = ('--library', lib, '--book', '1', '--scope', 'chapter', '--position', '0.4')
+        first = cli('ask', *place, '--prompt', 'How do I convert books to another format?')
+        second = cli('ask', *place, '--prompt', 'And how do I send them to my reader?')
+        as_json = cli('ask', *place, '--prompt', 'What is a library?', '--json')
+    assert first.returncode == second.returncode == as_json.returncode == 0, (first, second, as_json)
+    said = re.search(r"([\d,]+) of ([\d,]+) tokens read from the provider's cache", second.stderr)
+    assert said, second
+    cached, prompt = (int(n.replace(',', '')) for n in said.groups())
+    assert 1000 < cached <= prompt and "provider's cache" not in second.stdout
+    usage = next(e for e in map(json.loads, as_json.stdout.splitlines()) if e['type'] == 'usage')
+    assert 1000 < usage['cached_tokens'] <= usage['input_tokens'] and 'cache_write_tokens' in usage
+
+
 def test_book_text_scopes_say_what_is_wrong(cli, sandbox):
     lib = sandbox.make_library(quick_start_epub())
     r = cli('ask', '--library', lib, '--book', '1', '--prompt', 'q', '--scope', 'selection', '--show-sent')
@@ -199,3 +221,34 @@ def test_a_real_model_answers_from_the_book_and_shows_its_passages(cli, sandbox)
         assert (f'[{c["number"]}]' in answer) != c['repeated'], (c, answer)
     assert 'Convert books' in answer or 'Send to device' in answer, answer  # the book's own steps
 
+
+
+def test_everything_read_goes_only_with_yes_online_and_never_past_the_place(cli, sandbox):
+    """--scope so-far: to a provider not on this computer (Grok's wire, answered by llama-server as
+    "grok-3", whose published window the table has), without --yes only what would go and its cost
+    are said, and nothing is sent; with --yes every paragraph read goes, and not the one after."""
+    from calibre_plugins.bookai.grounding.extract import read_epub
+    from calibre_plugins.bookai.grounding.so_far import read_until
+    from helpers.novel import EPUB
+    book = read_epub(EPUB)
+    place = 5000 / book.length  # the tiny model reads 8,192 tokens of about a character each
+    until = read_until(book, place)
+    read = [' '.join(p.text.split()) for p in book.paragraphs if p.start + len(p.text) <= until]
+    sentinel = next(' '.join(p.text.split()) for p in book.paragraphs if p.start + len(p.text) > until)
+    lib = sandbox.make_library(EPUB)
+    with LlamaServer('tiny', alias='grok-3', ctx=8192, extra_args=('--temp', '0', '-n', '8')) as server, \
+            RecordingProxy(server.base_url) as proxy:
+        assert cli('configure', 'grok', f'base_url={proxy.base_url}/v1', 'api_key=-', 'model=grok-3',
+                   stdin='xai-test-key\n').returncode == 0
+        ask = ('ask', '--library', lib, '--book', '1', '--prompt', 'What has happened so far?', '--scope', 'so-far',
+               '--position', str(place), '--provider', 'grok')
+        r = cli(*ask)
+        assert r.returncode == 2 and 'would go to xAI Grok. About ' in r.stderr, r
+        assert 'Nothing was sent: add --yes' in r.stderr and 'goes with this' not in r.stderr
+        assert proxy.chat_requests() == []
+        r = cli(*ask, '--yes')
+        assert r.returncode == 0, r
+        assert 'Everything up to where you are goes with this question' in r.stderr
+        sent = ' '.join(' '.join(m['content'] for m in proxy.chat_requests()[-1]['messages']).split())
+    assert read and all(text in sent for text in read)
+    assert sentinel[:60] not in sent

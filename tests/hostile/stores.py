@@ -258,14 +258,14 @@ class HistoryFile(FileSurface):
         conv = Conversation((BookInfo(1, 'A book', ('An author',)),), 'lib', conversation_id='conv-1', created=1.0)
         conv.ask('What happens?')
         answer = Answer()
-        answer.add(Done('model-x', 'stop', Usage(12, 7, cost=Cost(0.0012)),
+        answer.add(Done('model-x', 'stop', Usage(12, 7, None, 2, Cost(0.0012), 1),
                         (WebLink('A page', 'https://example.org/'),)))
         answer.text_parts.append('It rains.')
         conv.finish(answer, 'openai')
         return json.loads(json.dumps(conv.as_dict()))
 
     def read(self, path: Path, where: Path, ctx: Context) -> Observed:
-        from calibre_plugins.bookai.conversation.conversation import usage_text
+        from calibre_plugins.bookai.conversation.conversation import cache_text, usage_text
         from calibre_plugins.bookai.conversation.history import History
         h = History(str(where / 'history'))
         listed = h.summaries('lib')
@@ -283,7 +283,7 @@ class HistoryFile(FileSurface):
             from hostile.wire import usage_numbers
             used = [t.usage for t in conv.turns if t.usage is not None]
             seen.facts['usage'] = usage_numbers(used[0]) if used else {}
-            seen.facts['figures'] = [usage_text(u) for u in used]
+            seen.facts['figures'] = [usage_text(u) for u in used] + [cache_text(u) for u in used]
             h.save(conv)  # saved again, as the window does after a question: never over a damaged file
         else:
             seen.facts['listed'] = len(listed)

@@ -111,6 +111,10 @@ def number_problems(seen: Observed) -> list[str]:
     for k, v in usage.items():
         if not P.sane_number(v, 1e6 if k == 'cost' else 1e12):
             out.append(f'a usage that is no count or no money is kept: {k} = {str(v)[:40]}')
+    parts = [v for v in (usage.get('cached_tokens'), usage.get('cache_write_tokens')) if v is not None]
+    if parts and (not isinstance(usage.get('input_tokens'), int) or sum(parts) > usage['input_tokens']):
+        out.append(f'tokens of the cache that are no part of the prompt are kept: {parts} of '
+                   f'{str(usage.get("input_tokens"))[:40]}')
     bad = [v for v in seen.facts.get('numbers', []) if not finite(v)]
     if bad:
         out.append(f'numbers that are no numbers are kept: {[str(b)[:20] for b in bad[:3]]}')

@@ -99,7 +99,8 @@ CHAT_EVENTS = [
         {'index': 0, 'delta': {}, 'finish_reason': 'stop'}]},
     {'id': 'chatcmpl-1', 'object': 'chat.completion.chunk', 'model': 'model-x', 'choices': [],
      'usage': {'prompt_tokens': 12, 'completion_tokens': 7, 'completion_tokens_details': {'reasoning_tokens': 3},
-               'prompt_tokens_details': {'cached_tokens': 2}, 'cost': 0.0012}},
+               'prompt_tokens_details': {'cached_tokens': 2, 'cache_write_tokens': 1}, 'cost': 0.0012},
+     'timings': {'cache_n': 2, 'prompt_n': 10}},  # llama.cpp's server's
 ]
 VENICE_EVENTS = [dict(CHAT_EVENTS[0], citations=[PAGE], venice_parameters={
     'web_search_citations': [{'url': PAGE, 'title': TITLE, 'content': 'What it says.'}]})] + CHAT_EVENTS[1:]
@@ -113,11 +114,12 @@ RESPONSES_EVENTS = [
     {'type': 'response.completed', 'response': {
         'id': 'resp_1', 'model': 'gpt-x', 'status': 'completed',
         'usage': {'input_tokens': 12, 'output_tokens': 7, 'output_tokens_details': {'reasoning_tokens': 3},
-                  'input_tokens_details': {'cached_tokens': 2}}}},
+                  'input_tokens_details': {'cached_tokens': 2, 'cache_write_tokens': 1}}}},
 ]
 ANTHROPIC_EVENTS = [
     {'type': 'message_start', 'message': {'id': 'msg_1', 'type': 'message', 'role': 'assistant', 'model': 'claude-x',
-                                          'usage': {'input_tokens': 12, 'cache_read_input_tokens': 2}}},
+                                          'usage': {'input_tokens': 12, 'cache_read_input_tokens': 2,
+                                                    'cache_creation_input_tokens': 1}}},
     {'type': 'content_block_start', 'index': 0, 'content_block': {'type': 'web_search_tool_result', 'content': [
         {'type': 'web_search_result', 'url': PAGE, 'title': TITLE}]}},
     {'type': 'content_block_start', 'index': 1, 'content_block': {'type': 'thinking', 'thinking': ''}},
@@ -128,7 +130,8 @@ ANTHROPIC_EVENTS = [
     {'type': 'content_block_delta', 'index': 2, 'delta': {'type': 'text_delta', 'text': 'The answer.'}},
     {'type': 'content_block_delta', 'index': 2, 'delta': {'type': 'citations_delta', 'citation': {
         'type': 'web_search_result_location', 'url': PAGE, 'title': TITLE, 'cited_text': 'What it says.'}}},
-    {'type': 'message_delta', 'delta': {'stop_reason': 'end_turn'}, 'usage': {'output_tokens': 7}},
+    {'type': 'message_delta', 'delta': {'stop_reason': 'end_turn'}, 'usage': {
+        'output_tokens': 7, 'input_tokens': 12, 'cache_read_input_tokens': 2, 'cache_creation_input_tokens': 1}},
     {'type': 'message_stop'},
 ]
 GEMINI_EVENTS = [
@@ -470,7 +473,7 @@ class WireSurface(Surface):
 
     def ask_stream(self, p: Any) -> Observed:
         from calibre_plugins.bookai import cli
-        from calibre_plugins.bookai.conversation.conversation import usage_text
+        from calibre_plugins.bookai.conversation.conversation import cache_text, usage_text
         from calibre_plugins.bookai.core.messages import Answer, Done, Failed, Message, Role, TextDelta
         from calibre_plugins.bookai.core.web_links import kept_links, site
         answer, plain, as_json = Answer(), Kept(), Kept()
@@ -490,8 +493,8 @@ class WireSurface(Surface):
             links, left_out = kept_links(done.web_links)
             for w in links:
                 cli.say(plain, f'- {w.title} <{w.url}>')
-            seen.shown += [done.model, done.response_id, usage_text(done.usage)]
-            seen.facts['figures'] = [usage_text(done.usage)]
+            seen.shown += [done.model, done.response_id, usage_text(done.usage), cache_text(done.usage)]
+            seen.facts['figures'] = [usage_text(done.usage), cache_text(done.usage)]
             seen.shown += [t for w in links for t in (w.title, w.url, site(w.url))]
             seen.facts['usage'] = usage_numbers(done.usage)
             seen.facts['links'] = len(links)
@@ -618,6 +621,7 @@ def usage_numbers(usage: Any) -> dict:
     cost = usage.cost
     return {'input_tokens': usage.input_tokens, 'output_tokens': usage.output_tokens,
             'reasoning_tokens': usage.reasoning_tokens, 'cached_tokens': usage.cached_tokens,
+            'cache_write_tokens': usage.cache_write_tokens,
             'cost': None if cost is None else cost.amount}
 
 

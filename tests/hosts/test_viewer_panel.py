@@ -243,3 +243,28 @@ def test_book_text_up_to_where_the_viewer_is(sandbox, plugin_zip, library, tiny_
     for text in sent.values():
         start = next(p.start for p in book.paragraphs if text.startswith(p.text))
         assert start + len(text) <= where + 1
+
+
+def test_everything_read_up_to_where_the_viewer_is(sandbox, plugin_zip, library, tiny_long, artifacts):
+    """"Everything up to where I am" in calibre's real viewer: the panel learns the model's window
+    from llama-server, and every paragraph before the viewer's place goes, none after it."""
+    from calibre_plugins.bookai.grounding.extract import read_epub
+    from calibre_plugins.bookai.conversation.prompts import passage_texts
+    sandbox.install(plugin_zip)
+    configure(sandbox, tiny_long)
+    report, r = sandbox.probe('viewer', [library_epub(library)], env={
+        'BOOKAI_PROBE_SECTIONS': '1', 'BOOKAI_PROBE_GROUNDED': 'What have I read so far?',
+        'BOOKAI_PROBE_SCOPE': 'so-far', 'BOOKAI_PROBE_SHOTS': str(artifacts),
+        'BOOKAI_PROBE_SHOT_NAME': 'viewer-so-far.png'})
+    assert report['rendered'] and not report['timeout'] and 'waited_for' not in report, (report, r.output[-2000:])
+    assert not tracebacks(r.output), r
+    book = read_epub(library_epub(library))
+    where = book.offset_of_cfi(report['cfi'])
+    assert where is not None and 0 < where < book.length, report['cfis']
+    assert not report['g_error'] and report['g_spoiler_safe'], report.get('g_chat')
+    assert 'Everything up to where you are goes with this question' in report['g_chat']
+    sent = ' '.join(' '.join(passage_texts(report['g_passages']).values()).split())
+    read = [' '.join(p.text.split()) for p in book.paragraphs if p.start + len(p.text) <= where]
+    after = [' '.join(p.text.split()) for p in book.paragraphs if p.start >= where and len(p.text) > 60]
+    assert read and all(text in sent for text in read)
+    assert after and not [text[:60] for text in after if text in sent]

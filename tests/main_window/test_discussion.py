@@ -97,6 +97,26 @@ def test_three_books_in_one_conversation(qapp, prefs, tiny, books):
     w.close()
 
 
+def test_a_follow_up_says_what_came_from_the_providers_cache(qapp, prefs, tiny, books):
+    """The second question of a conversation sends the first one's bytes again: llama-server reads
+    them from its prompt cache, says how many, and the window shows it under that answer only."""
+    use_server(prefs, tiny.base_url)
+    w = window(books)
+    w.panel.question.setPlainText('Who wrote it?')
+    w.panel.send_button.click()
+    first = answered(w)
+    w.panel.question.setPlainText('And when?')
+    w.panel.send_button.click()
+    second = answered(w)
+    assert second.usage.cached_tokens >= first.usage.input_tokens - 2, (first.usage, second.usage)
+    said = f"{second.usage.cached_tokens:,} of {second.usage.input_tokens:,} tokens read from the provider's cache"
+    shown = w.panel.chat.toPlainText()
+    assert said in shown and shown.index(said) > shown.index('And when?')  # under the second answer
+    w.panel.show_conversation()  # shown again as the History shows it
+    assert said in w.panel.chat.toPlainText()
+    w.close()
+
+
 def test_shift_enter_starts_a_new_line(qapp, prefs, tiny, books):
     use_server(prefs, tiny.base_url)
     w = window(books)

@@ -82,7 +82,8 @@ def test_book_text_is_off_until_the_reader_turns_it_on(qapp, prefs, gui, books, 
     w = window(gui, books)
     row = w.panel.scope_row
     assert row is not None and row.scope == 'metadata'
-    assert [row.box.itemData(i) for i in range(row.box.count())] == ['metadata', 'chapter', 'position', 'book']
+    assert [row.box.itemData(i) for i in range(row.box.count())] == [
+        'metadata', 'chapter', 'position', 'so-far', 'book']
     assert 'details' in row.note.text()
     w.close()
     prefs['book_text'] = True  # on for every book: up to the reader's position
@@ -349,3 +350,53 @@ def test_ranking_by_meaning_that_fails_falls_back_to_words(qapp, prefs, gui, boo
         assert 'could not be ranked by meaning' in w.panel.chat.toPlainText()
         assert w.panel.grounding.source.loaded.meaning is None
         w.close()
+
+
+def test_everything_read_asks_its_own_consent_and_goes_once(qapp, prefs, gui, books):
+    """"Everything up to where I am" to a provider not on this computer (Grok's wire, answered by
+    llama-server as "grok-3", whose window the dated table has): the reader's consent for passages
+    does not cover it; What will be sent says its tokens; then every paragraph read goes, none after
+    the place, and the next question of the conversation does not send it again."""
+    from calibre_plugins.bookai.conversation.prompts import PASSAGES_ABOVE
+    from calibre_plugins.bookai.settings.secrets import secret_store
+    with LlamaServer('tiny', alias='grok-3', ctx=8192, extra_args=('--temp', '0', '-n', '8')) as server, \
+            RecordingProxy(server.base_url) as proxy:
+        book, cfi = save_reading_position(books, 1, 0.08)
+        until = book.offset_of_cfi(cfi)
+        read = [' '.join(p.text.split()) for p in book.paragraphs if p.start + len(p.text) <= until]
+        after = next(' '.join(p.text.split()) for p in book.paragraphs if p.start + len(p.text) > until)
+        prefs['providers'] = dict(prefs['providers'], grok={'base_url': proxy.base_url + '/v1', 'model': 'grok-3'})
+        prefs['provider'] = 'grok'
+        prefs['book_text_consent'] = [f'{books.library_id}:1|grok']  # passages: yes, without asking
+        secret_store().set('grok', 'api_key', 'xai-test-key')
+        try:
+            w = window(gui, books)
+            w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('so-far'))
+            assert 'before they are sent' in w.panel.scope_row.note.text()
+            seen = []
+
+            def act():
+                d = QApplication.activeModalWidget()
+                if d is None:
+                    return QTimer.singleShot(50, act)
+                seen.append(d.summary.text())
+                d.dont_ask.setChecked(True)
+                d.accept()
+            QTimer.singleShot(50, act)
+            turn = ask(w, 'What has happened so far?')
+            assert turn is not None and turn.answered, w.panel.chat.toPlainText()[-600:]
+            assert len(seen) == 1 and 'About ' in seen[0] and 'tokens' in seen[0]
+            assert f'{books.library_id}:1#so-far|grok' in prefs['book_text_consent']
+            assert 'Everything up to where you are goes with this question' in w.panel.chat.toPlainText()
+            sent = ' '.join(' '.join(m['content'] for m in proxy.chat_requests()[-1]['messages']).split())
+            assert read and all(text in sent for text in read) and after[:60] not in sent
+            first = proxy.chat_requests()[-1]['messages']
+            turn = ask(w, 'Who is who?')
+            assert turn is not None and turn.answered and len(seen) == 1  # not asked again
+            again = proxy.chat_requests()[-1]['messages']
+            assert again[:2] == first[:2]  # the same bytes first: what a provider's cache keeps
+            assert again[-1]['content'].startswith(PASSAGES_ABOVE)
+            assert sum(m['content'].count(read[-1]) for m in again) == 1
+            w.close()
+        finally:
+            secret_store().set('grok', 'api_key', '')

@@ -25,7 +25,10 @@ def test_every_turn_is_sent_in_the_providers_own_shape(name):
         assert turns == [('user', 'u1'), ('model', 'a1'), ('user', 'u2')]
         assert p['systemInstruction']['parts'][0]['text'] == 'sys'
     elif name == 'anthropic':
-        assert [(m['role'], m['content']) for m in p['messages']] == [('user', 'u1'), ('assistant', 'a1'), ('user', 'u2')]
+        # the last question as a block: the end of the prompt cache (providers/caching.py)
+        assert [(m['role'], m['content']) for m in p['messages']] == [
+            ('user', 'u1'), ('assistant', 'a1'),
+            ('user', [{'type': 'text', 'text': 'u2', 'cache_control': {'type': 'ephemeral'}}])]
         assert p['system'] == 'sys'
     elif name == 'openai':
         assert [(m['role'], m['content'][0]['text']) for m in p['input']] == [

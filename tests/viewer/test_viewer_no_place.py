@@ -13,7 +13,8 @@ from helpers.peers import use_server
 from helpers.scripted_server import ScriptedServer
 
 
-@pytest.mark.parametrize('scope, retrieval', [('position', 'bm25'), ('chapter', 'bm25'), ('position', 'embeddings')])
+@pytest.mark.parametrize('scope, retrieval', [('position', 'bm25'), ('chapter', 'bm25'), ('so-far', 'bm25'),
+                                              ('position', 'embeddings')])
 def test_with_no_place_known_the_viewer_sends_nothing(qapp, prefs, scope, retrieval):
     """Not even to a provider on this computer to rank passages by meaning (it would get the whole book)."""
     from calibre_plugins.bookai.viewer.panel import AskPanel

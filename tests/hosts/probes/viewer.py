@@ -165,7 +165,7 @@ def grounded(viewer):
     tabs = viewer.lookup_widget if isinstance(viewer.lookup_widget, QTabWidget) else viewer.lookup_dock.widget()
     tabs.setCurrentWidget(viewer.bookai_panel)
     p = viewer.bookai_panel.panel.panel
-    p.scope_row.box.setCurrentIndex(p.scope_row.box.findData('position'))
+    p.scope_row.box.setCurrentIndex(p.scope_row.box.findData(os.environ.get('BOOKAI_PROBE_SCOPE', 'position')))
     report['scopes'] = [p.scope_row.box.itemData(i) for i in range(p.scope_row.box.count())]
     p.question.setPlainText(os.environ['BOOKAI_PROBE_GROUNDED'])
     p.send_button.click()
@@ -183,7 +183,7 @@ def grounded(viewer):
         report['g_links'] = 'bookai:cite/0/1' in p.chat.toHtml()
         shots = os.environ.get('BOOKAI_PROBE_SHOTS', '')
         if shots:
-            viewer.grab().save(os.path.join(shots, 'viewer-grounded.png'))
+            viewer.grab().save(os.path.join(shots, os.environ.get('BOOKAI_PROBE_SHOT_NAME', 'viewer-grounded.png')))
         from qt.core import QUrl
         p.chat.on_link(QUrl('bookai:cite/0/1'))  # the citation clicked: the viewer goes there
         QTimer.singleShot(3000, jumped)
