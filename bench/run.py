@@ -12,6 +12,7 @@
     sudo python3 bench/run.py coverage
     sudo python3 bench/run.py caching
     sudo python3 bench/run.py xray_memory
+    sudo python3 bench/run.py recap_incremental
 
 Benchmarks that need calibre's runtime (the providers) run under calibre-debug
 there, in the host's own network namespace with only loopback, starting the
@@ -40,7 +41,8 @@ exec calibre-debug -e "bench/$1.py"
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('bench', choices=['first_token', 'stream_memory', 'chat_render', 'viewer_start', 'grounding',
-                                      'line_split', 'covers', 'structure', 'coverage', 'caching', 'xray_memory'])
+                                      'line_split', 'covers', 'structure', 'coverage', 'caching', 'xray_memory',
+                                      'recap_incremental'])
     ap.add_argument('--host', default='bookworm', choices=list(hosts.HOSTS))
     a = ap.parse_args()
     return hosts.run(a.host, ['sh', '-c', SCRIPT, 'sh', a.bench], check=False, isolated=True).returncode

@@ -14,6 +14,12 @@
     cover --library PATH BOOK_ID [--style NAME] [--provider NAME] [--prompt-only] [--out FILE] [--apply] [--undo]
         a cover made by the image provider (covers/): its prompt only, saved to FILE, put on the book
         (the old cover kept for Undo), or the old one put back
+    recap --library PATH --book ID [--provider NAME] [--model ID] [--position FRACTION] [--json]
+        [--since FRACTION | --series] [--yes]
+        the story so far, up to the reader's place (or since an earlier place, or the earlier books of
+        the book's series), its paragraphs citing the passages; the text read whole when it fits the
+        model, else the earlier chapters as summaries, made once and kept. The estimate of what goes
+        is said first; an online provider gets a book's text the first time only with --yes
     history search --library PATH [WORD...] [--json]
         the conversations kept for the library that hold every word, the best first
     history export --library PATH ID... [--format md|html] [--output FILE [--force]]
@@ -25,9 +31,10 @@
         to a provider on the internet
 
 Exit codes: 0 done, 2 bad usage (also: book text asked for up to the reader's place
-when no place is known; nothing is sent), 3 provider not configured (or, for
-ask-library, the library has no full-text index), 4 provider error, 5 nothing in the
-library matches (for cover --undo: nothing to put back; for history: no conversation), 6 the settings, the conversation
+when no place is known; for recap, book text for an online provider without --yes; nothing
+is sent), 3 provider not configured (or, for ask-library, the library has no full-text index),
+4 provider error, 5 nothing in the library matches (for cover --undo: nothing to put back;
+for history: no conversation; for recap: nothing read, no earlier book), 6 the settings, the conversation
 or a cover could not be written (the answer was given; a damaged settings file is kept
 under a new name first; a cover is not put on a book whose old cover could not be kept
 for Undo), 7 one of calibre's
@@ -99,6 +106,7 @@ if TYPE_CHECKING:
     from calibre.utils.config import JSONConfig
 
     from calibre_plugins.bookai.conversation.xray import XRay
+    from calibre_plugins.bookai.conversation.recap import RecapJob
     from calibre_plugins.bookai.core.images import ImageResult
     from calibre_plugins.bookai.covers.styles import CoverStyle
     from calibre_plugins.bookai.grounding.extract import Book
@@ -212,6 +220,7 @@ def parser() -> Parser:
     add_cover(sub)
     add_history(sub)
     add_xray(sub)
+    add_recap(sub)
     return p
 
 
@@ -255,7 +264,7 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         args = p.parse_args(argv)
         if not args.command:
             raise Exit(USAGE, _('Name a command: providers, models, configure, ask, ask-library, '
-                                'import-calibre, cover or history.'))
+                                'import-calibre, cover, history, recap or xray.'))
         settings_problems(stderr)
         return COMMANDS[args.command](args, stdin, stdout)
     except Exit as e:
@@ -989,6 +998,40 @@ def cmd_xray(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     return in_library(args, xray, stdout)
 
 
+# recap {{{
+
+def add_recap(sub: 'argparse._SubParsersAction') -> None:
+    r = sub.add_parser('recap', help=_('The story so far: a recap of a book up to where you are, citing its passages'),
+                       description=_('From the whole text read when it fits in what the model reads at once, else '
+                                     'from summaries of the earlier chapters (made once per book and model, and '
+                                     'kept) and the latest text in full. Nothing after your place is sent. What '
+                                     'will be sent, and its cost, is said first.'))
+    r.add_argument('--library', required=True, metavar='PATH', help=_('The calibre library folder'))
+    r.add_argument('--book', required=True, type=int, metavar='ID', help=_('The book id'))
+    r.add_argument('--provider', metavar='NAME', help=_('Instead of the provider chosen in the settings'))
+    r.add_argument('--model', metavar='ID', help=_('Instead of the configured model'))
+    r.add_argument('--position', type=float, metavar='FRACTION', help=_('The reading position, as a fraction of the '
+                                                                        'book (default: where the viewer last was)'))
+    which = r.add_mutually_exclusive_group()
+    which.add_argument('--since', type=float, metavar='FRACTION',
+                       help=_('Recap what you read since this earlier place, a fraction of the book'))
+    which.add_argument('--series', action='store_true',
+                       help=_("Recap the earlier books of the book's series that the library holds"))
+    r.add_argument('--yes', action='store_true', help=_("Send the book's text to an online provider: asked the first "
+                                                        'time for each book, after the estimate is shown'))
+    r.add_argument('--json', action='store_true', help=_('One JSON event per line: estimate, progress, text, usage, '
+                                                         'error, done, citation'))
+
+
+def cmd_recap(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    """recap: the story so far (conversation/recap.py), sent as ask sends a question, kept in the History."""
+    for name in ('position', 'since'):
+        value = getattr(args, name)
+        if value is not None and not 0 <= value <= 1:
+            raise Exit(USAGE, _('--{name} is a fraction of the book, from 0 to 1.').format(name=name))
+    return in_library(args, recap, stdout)
+
+
 def library_book(library: BookLibrary, book_id: int) -> tuple['Book', str]:
     """(the text of a library book, its format), as with_book_text() reads it; Exit when it has none."""
     db = library.db
@@ -1110,9 +1153,132 @@ def show_xray(made: 'XRay', args: argparse.Namespace, cost: str, stdout: TextIO)
         say(sys.stderr, ngettext('{count} request sent: {cost}.', '{count} requests sent: {cost}.',
                                  made.requests).format(count=made.requests, cost=cost))
 
+
+def recap_job(library: BookLibrary, args: argparse.Namespace, provider: AIProviderPlugin,
+              conv: Conversation) -> 'RecapJob':
+    """The RecapJob --series, --since or neither asks for."""
+    # the recap command only
+    from calibre_plugins.bookai.conversation.recap import RecapJob, book_source, series_sources
+    from calibre_plugins.bookai.conversation.summaries import BookKey
+    from calibre_plugins.bookai.grounding.so_far import read_until
+    db, book_id, info = library.db, args.book, conv.books[0]
+    about = f'{info.title} by {info.authors_text}' if info.authors else info.title
+    if args.series:
+        series, sources, left_out = series_sources(db, book_id)
+        for sentence in left_out:
+            say(sys.stderr, sentence)
+        if not series:
+            raise Exit(USAGE, _('Book {id} is not in a series.').format(id=book_id))
+        if not sources:
+            raise Exit(NOTHING_FOUND, _('The library holds no earlier book of the series {series} whose text can be '
+                                        'read.').format(series=series))
+        return RecapJob(provider, conv, sources, 'series', model=args.model or '', series=series, title=info.title)
+    book, fmt = library_book(library, book_id)
+    position = args.position
+    if position is None:
+        position = saved_position(db.format_abspath(book_id, fmt), book)
+    if position is None:
+        raise Exit(USAGE, _('Book AI does not know where you are in this book, so it cannot keep to what you have '
+                            "read: give your place with --position FRACTION, or open the book in calibre's E-book "
+                            'viewer, which saves it when you close the book. Nothing was sent.'))
+    if args.since is not None and args.since >= position:
+        raise Exit(USAGE, _('--since must be an earlier place than where you are ({position}).').format(
+            position=f'{position:.1%}'))
+    source = book_source(BookKey(db.library_id, book_id, fmt), book, position, about)
+    since = read_until(book, args.since) if args.since is not None else 0
+    return RecapJob(provider, conv, [source], 'since' if args.since is not None else 'story', since,
+                    model=args.model or '')
+
+
+def recap(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
+    # the recap command only
+    from calibre_plugins.bookai.conversation.recap import NoRecap, needs_consent, remember_consent
+    from calibre_plugins.bookai.core.errors import ContextTooLong
+    if not library.has_book(args.book):
+        raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=args.book))
+    provider = provider_for(args)
+    conv = Conversation.about(library, [args.book])
+    job = recap_job(library, args, provider, conv)
+    cancel = CancelToken()
+    try:
+        with ctrl_c_cancels(cancel):
+            plan = job.prepare(cancel)
+            estimate = job.estimate()
+    except NoRecap as e:
+        raise Exit(NOTHING_FOUND, str(e)) from None
+    except ProviderError as e:
+        raise Exit(PROVIDER_ERROR, str(e)) from None
+    except Cancelled:
+        raise Exit(STOPPED, _('Stopped.')) from None
+    for notice in plan.notices:
+        say(sys.stderr, notice)
+    if args.json:
+        emit(stdout, {'type': 'estimate', 'mode': plan.mode, 'summaries': len(plan.segments),
+                      'to_make': len(job.missing()), 'requests': estimate.requests,
+                      'input_tokens': estimate.input_tokens, 'output_tokens': estimate.output_tokens,
+                      'cost': estimate.cost.amount if estimate.cost else None, 'local': estimate.local})
+    say(sys.stderr, job.described(estimate))
+    if needs_consent(provider, job.consent_keys):
+        if not args.yes:
+            raise Exit(USAGE, _("{provider} is online: the book's text goes to it only with your consent. Add --yes "
+                                'to send it (asked once for each book). Nothing was sent.').format(
+                provider=provider.display_name))
+        with written(plugin_prefs()):
+            remember_consent(provider, job.consent_keys)
+    while True:
+        recap_summaries(job, args, stdout)
+        question = job.question()
+        for notice in question.notices:
+            say(sys.stderr, notice)
+        answer, kept = answer_and_keep(library, conv, provider, question, args, stdout)
+        if answer.failed is not None and isinstance(answer.failed.error, ContextTooLong) and (said := job.fall_back()):
+            say(sys.stderr, said)
+            continue
+        break
+    if answer.failed is not None:
+        raise Exit(PROVIDER_ERROR, answer.failed.message)
+    if question.excerpt is not None:
+        show_citations(answer.text, cast(Excerpt, question.excerpt), args.json, stdout)
+    else:
+        show_place_citations(answer.text, question, args.json, stdout)
+    return OK if kept else NOT_WRITTEN
+
+
+def recap_summaries(job: 'RecapJob', args: argparse.Namespace, stdout: TextIO) -> None:
+    """The summaries job needs, made (those kept found): progress on standard error, or as events."""
+    def progress(done: int, total: int, chapter: str) -> None:
+        if args.json:
+            emit(stdout, {'type': 'progress', 'done': done, 'total': total, 'chapter': chapter})
+        elif chapter:
+            say(sys.stderr, _('Summarizing {chapter} ({done} of {total})').format(chapter=chapter, done=done + 1,
+                                                                                  total=total))
+    cancel = CancelToken()
+    try:
+        with ctrl_c_cancels(cancel):
+            run = job.summarize(cancel, progress)
+    except Cancelled:
+        raise Exit(STOPPED, _('Stopped: the summaries made so far are kept.')) from None
+    if run.error is not None:
+        raise Exit(PROVIDER_ERROR, str(run.error))
+
+
+def show_place_citations(answer: str, question: Question, as_json: bool, stdout: TextIO) -> None:
+    """The answer's [n] citations from the question's places (passages of several books)."""
+    from calibre_plugins.bookai.grounding.citations import cited_numbers  # the recap command only
+    for n in cited_numbers(answer):
+        place = question.places[n - 1] if 0 < n <= len(question.places) else None
+        if as_json:
+            emit(stdout, {'type': 'citation', 'number': n, 'sent': place is not None,
+                          'chapter': place.chapter if place else '', 'position': round(place.position, 4) if place
+                          else None, 'book_id': place.book_id if place else None})
+        elif place is not None:
+            say(stdout, f'[{n}] {place.chapter} ({place.position:.0%})')
+        else:
+            say(stdout, f'[{n}] ' + _('(not a passage that was sent)'))
+
 # }}}
 
 
 COMMANDS = {'providers': cmd_providers, 'models': cmd_models, 'configure': cmd_configure, 'ask': cmd_ask,
             'ask-library': cmd_ask_library, 'import-calibre': cmd_import_calibre, 'cover': cmd_cover,
-            'history': cmd_history, 'xray': cmd_xray}
+            'history': cmd_history, 'xray': cmd_xray, 'recap': cmd_recap}

@@ -196,6 +196,52 @@ class QuickActions(CallSurface):
 # }}}
 
 
+# a model's answer to a chapter's summary request {{{
+
+class SummaryAnswer(CallSurface):
+    """A model's answer to a chapter's summary request, read as it streams and checked before it is
+    kept (conversation.summaries.ask_summary, checked_summary): reading stops past MAX_SUMMARY_CHARS;
+    what is not a summary is said. The answer comes in the chunks a provider's text_chat() yields."""
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        if attack == 'oversized':
+            return [Payload('an answer of 64 MB in one piece', ('whole', 64 * MB), 64 * MB),
+                    Payload('an answer of 64 MB in pieces of 64 characters', ('pieces', 64 * MB), 64 * MB)]
+        if attack == 'endless':
+            return [Payload('an answer that never ends', ('endless', 0))]
+        if attack == 'control_chars':
+            return [Payload('escapes in the answer', ('text', P.with_escapes('Elizabeth meets Mr Darcy [2].')))]
+        raise ValueError(attack)
+
+    def call(self, data: Any, where: Path, ctx: Context) -> Observed:
+        summaries = plugin('conversation.summaries')
+        messages = plugin('core.messages')
+        cancel = plugin('core.cancel').CancelToken()
+        kind, value = data
+
+        def chunks():
+            if kind == 'text':
+                yield messages.TextDelta(value)
+            elif kind == 'whole':
+                yield messages.TextDelta('w' * value)
+            else:
+                piece = 'words of a summary that goes on and on, '[:64]
+                count = 0
+                while kind == 'endless' or count < value:
+                    yield messages.TextDelta(piece)
+                    count += len(piece)
+            yield messages.Done(model='m')
+
+        class Provider:
+            def text_chat(self, _messages, use_model='', cancel=None, max_tokens=None):
+                return chunks()
+        sent = ['[1] (Chapter 1)\nIt is a truth universally acknowledged.']
+        text, _usage = summaries.ask_summary(Provider(), 'm', [], cancel, 'Chapter 1', sent, 1, 3)
+        return Observed(shown=[text], facts={'length': len(text)})
+
+# }}}
+
+
 # what calibre's viewer and conversion worker say {{{
 
 class HighlightAnnot(CallSurface):

@@ -707,3 +707,33 @@ class ViewerAnnotations(FileSurface):
         return Observed(facts={'place': place, 'numbers': [] if place is None else [place]})
 
 # }}}
+
+
+class SummariesFile(FileSurface):
+    """A book's chapter summaries (conversation/summaries.py), read for a recap, said when set aside,
+    then a summary kept: written anew, never over a damaged file."""
+
+    name = 'summaries/lib/1.EPUB.json'
+    bound = 'conversation.summaries:MAX_FILE_BYTES'
+    cache = True
+
+    def good_value(self, where: Path) -> Any:
+        summaries = plugin('conversation.summaries')
+        cache = summaries.SummaryCache(str(where / 'good-summaries'))
+        key = summaries.BookKey('lib', 1, 'EPUB')
+        cache.write(key, [summaries.Summary('openai_compatible/tiny', 1, 'Chapter 1', 1, 3, True, 900, '0' * 32,
+                                            'Elizabeth meets Mr Darcy at the ball [2].', 1_700_000_000.0)])
+        return json.loads(Path(cache.file_of(key)).read_text(encoding='utf-8'))
+
+    def read(self, path: Path, where: Path, ctx: Context) -> Observed:
+        summaries = plugin('conversation.summaries')
+        cache = summaries.SummaryCache(str(where / 'summaries'))
+        key = summaries.BookKey('lib', 1, 'EPUB')
+        kept = summaries.BookSummaries(cache, key)
+        found = kept.summaries
+        seen = Observed(summaries.damaged_notice(cache), facts={'count': len(found)})
+        seen.shown = [t for s in found for t in (s.text, s.title, s.model)]
+        seen.facts['numbers'] = [n for s in found for n in (s.chapter, s.first, s.last, s.end, s.made)]
+        kept.keep(summaries.Summary('openai_compatible/tiny', 2, 'Chapter 2', 4, 6, True, 2000, '1' * 32,
+                                    'A new summary [5].', 1_800_000_000.0))
+        return seen
