@@ -46,6 +46,13 @@ if TYPE_CHECKING:
 load_translations()
 
 
+# added to a book's key ("library id:book id") for the reader's consent to send everything read so
+# far (the so-far scope, the story so far), a larger send than passages: "don't ask again" for
+# passages does not cover it
+SO_FAR_CONSENT = '#so-far'
+SO_FAR_SCOPES = ('so-far', 'recap')  # the Excerpt scopes that send it
+
+
 @dataclass(frozen=True)
 class Question:
     """What is sent for a question, and what the reader is told before it goes."""

@@ -33,7 +33,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from calibre_plugins.bookai.conversation.prompts import numbered_block, recap_request, series_request, summaries_block
-from calibre_plugins.bookai.conversation.question import ASSUMED_WINDOW, Question, Room, book_text_room, room_in
+from calibre_plugins.bookai.conversation.question import (
+    ASSUMED_WINDOW, SO_FAR_CONSENT, Question, Room, book_text_room, room_in,
+)
 from calibre_plugins.bookai.conversation.summaries import (
     CITED, LEAST_PART_TOKENS, SUMMARY_TOKENS, BookKey, BookSummaries, Estimate, ProgressCallback, Segment,
     SummaryCache, SummaryRun, estimate_of, estimate_summaries, model_key, part_tokens, parts_of, segment_of,
@@ -301,7 +303,7 @@ class RecapJob:
     @property
     def consent_keys(self) -> tuple[str, ...]:
         """The books whose text it sends, as the reader's consent names them."""
-        return tuple(s.key.consent for s in self.sources)
+        return tuple(s.key.consent + SO_FAR_CONSENT for s in self.sources)
 
     def prepare(self, cancel: CancelToken | None = None) -> RecapPlan:
         """The plan: the model chosen (may ask the service for its list), what it reads at once

@@ -52,6 +52,8 @@ class BookText:
     fmt: str                              # the format it was read from
     meaning: EmbeddingIndex | None = None  # of its passages, once made
     skipped_told: bool = False            # the reader was told which chapters could not be read
+    library_id: str = ''                  # which book: its library ('e-book-viewer' for a book outside one)
+    book_id: int = 0                      # and its id there (for a book outside a library, from its file's name)
 
 Loaded = Callable[[BookText | None, str], None]  # done(text, error) of load()
 Key = tuple[str, int, str, str]  # which file: (library id, book id, format, the book's file)
@@ -140,7 +142,7 @@ def read_in_thread(parent: QObject, key: Key, finished: Loaded, converted: str |
                 if epub is None:
                     return None
                 found = cache.put(library_id, book_id, fmt, path, read_epub(epub), st)
-            return BookText(found[0], found[1], fmt)
+            return BookText(found[0], found[1], fmt, library_id=library_id, book_id=book_id)
         finally:
             if cleanup:
                 cleanup()

@@ -34,7 +34,7 @@ from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.notes import conversation_markdown
 from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.conversation.question import (
-    MEANING_FAILED, Question, Room, book_question, book_text_room, by_meaning, meaning,
+    MEANING_FAILED, SO_FAR_SCOPES, Question, Room, book_question, book_text_room, by_meaning, meaning,
 )
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import Answer, Chunk, ReasoningDelta, TextDelta
@@ -78,6 +78,7 @@ class ConversationPanel(QWidget):
     one book whose text can be sent."""
 
     state_changed = pyqtSignal(bool)  # streaming
+    answered = pyqtSignal(object)  # an answer ended (its Answer: done, stopped or failed)
 
     def __init__(self, conversation: Conversation, keep: Callable[[Conversation], None] | None = None,
                  save: Callable[[int | None], None] | None = None, save_text: str = '',
@@ -141,6 +142,12 @@ class ConversationPanel(QWidget):
         self.save_button = self.button(save_text, lambda: self.save(None) if self.save is not None else None,
                                        _('Save the whole conversation'))  # shown only with save
         self.save_button.setVisible(self.save is not None)
+        self.recap_button = None
+        if self.grounding is not None:  # the story so far (gui/recap_flow.py)
+            from calibre_plugins.bookai.gui.recap_flow import RecapFlow
+            self.recap = RecapFlow(self)
+            self.recap_button = self.button(_('Story so &far'), lambda: self.recap.start(),
+                                            _('A recap of the book up to where you are, citing its passages'))
         self.preview_button = self.button(_('&What will be sent'), self.show_preview,
                                           _('The exact messages the next question sends, and where'))
         self.settings_button = self.button(_('Se&ttings'), self.show_settings)
@@ -216,6 +223,8 @@ class ConversationPanel(QWidget):
         self.save_button.setEnabled(not streaming and has_answers)
         self.new_button.setEnabled(bool(self.conv.turns) or streaming)
         self.accuracy_notice.setVisible(has_answers and not streaming)
+        if self.recap_button is not None:
+            self.recap_button.setEnabled(not streaming)
         provider = self.provider
         parts = []
         if provider is not None:
@@ -456,6 +465,7 @@ class ConversationPanel(QWidget):
         if not_kept:
             self.show_notice(not_kept)
         self.update_state()
+        self.answered.emit(exchange.answer)
 
     def stop(self) -> None:
         if self.loading is not None:  # the book's text was being read for a question: not sent
@@ -473,7 +483,7 @@ class ConversationPanel(QWidget):
     def consent_books(self, question: Question) -> str:
         """What the reader's consent to send question's book text is kept for: the book(s), and
         for everything read so far, a large send, a consent of its own (SO_FAR_CONSENT)."""
-        so_far = isinstance(question.excerpt, Excerpt) and question.excerpt.scope == 'so-far'
+        so_far = isinstance(question.excerpt, Excerpt) and question.excerpt.scope in SO_FAR_SCOPES
         return self.books_key() + (SO_FAR_CONSENT if so_far else '')
 
     def cancel_loading(self) -> None:

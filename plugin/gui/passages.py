@@ -21,6 +21,7 @@ from qt.core import (
     QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QPlainTextEdit, QVBoxLayout, QWidget, pyqtSignal,
 )
 
+from calibre_plugins.bookai.conversation.question import SO_FAR_CONSENT
 from calibre_plugins.bookai.grounding.scopes import Place
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
@@ -72,11 +73,6 @@ class Grounding:
         scopes = dict(prefs['book_scopes'])
         scopes[self.key] = scope
         prefs['book_scopes'] = scopes
-
-
-# added to a book's key for the consent to send everything read so far, a larger send than passages:
-# "don't ask again" for passages does not cover it
-SO_FAR_CONSENT = '#so-far'
 
 
 def consent_key(books: str, provider: 'AIProviderPlugin') -> str:

@@ -202,6 +202,8 @@ def test_consent_is_asked_once_per_book_of_an_online_provider(prefs):
     remember_consent(online, ['lib:1'])
     assert not needs_consent(online, ['lib:1']) and needs_consent(online, ['lib:1', 'lib:2'])
     assert prefs['book_text_consent'] == ['lib:1|grok']  # as the windows keep it (gui/passages.py)
+    job = RecapJob(online, Conversation([]), [book_source(KEY, read_epub(EPUB), 0.1)])
+    assert job.consent_keys == ('library-id:3#so-far',)  # everything read: a consent of its own
 
 
 SAGA = [  # (title, series index, chapters), the second is being read
