@@ -62,7 +62,14 @@ def run_in_thread(work: Callable[[], Any], on_done: Callable[[Any, Exception | N
     """Call work() in a thread, then on_done(result, exception) on the GUI thread,
     unless parent (a QObject) was destroyed meanwhile."""
     relay = Relay(parent)
-    relay.finished.connect(lambda result, exc: (on_done(result, exc), relay.deleteLater()))
+
+    def deliver(result: Any, exc: Exception | None) -> None:
+        try:
+            relay.deleteLater()
+        except RuntimeError:  # parent was destroyed while the result was on its way (the PyQt of calibre 6.13
+            return            # still delivers it): nobody is waiting; an exception here would abort calibre
+        on_done(result, exc)
+    relay.finished.connect(deliver)
 
     def target() -> None:
         try:

@@ -5,14 +5,18 @@ Non-modal: the books it is about, the quick actions, and the conversation
 (gui.conversation_panel), whose turns are kept in the History and whose answers
 can be saved to the books. About one book, the book's own text can go with the
 questions (gui.passages), and a citation opens the book in the E-book viewer
-at the passage cited. Closing the window mid-answer stops the answer and
-keeps what came.
+at the passage cited; its X-Ray tab (gui.xray_view) shows the characters, places
+and terms met up to the place the viewer saved, and a link there opens the viewer
+at that place. Closing the window mid-answer stops the answer and keeps what
+came, and stops an X-Ray being made (what it read is kept).
 """
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from qt.core import QDialog, QHBoxLayout, QLabel, QMenu, QPushButton, Qt, QVBoxLayout
+from qt.core import QCloseEvent, QDialog, QHBoxLayout, QLabel, QMenu, QPushButton, Qt, QTabWidget, QVBoxLayout, QWidget
+
+from calibre_plugins.bookai.conversation.books import answer_language
 
 from calibre_plugins.bookai.conversation.actions import QuickAction, library_actions
 from calibre_plugins.bookai.conversation.conversation import Conversation
@@ -25,6 +29,7 @@ from calibre_plugins.bookai.gui.book_text import LibraryBook
 from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel, PanelDialog
 from calibre_plugins.bookai.gui.icons import plugin_icon
 from calibre_plugins.bookai.gui.passages import Grounding
+from calibre_plugins.bookai.gui.xray_view import XRayView
 from calibre_plugins.bookai.main_window.save_to_book import SaveToBookDialog
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
@@ -57,17 +62,34 @@ class DiscussionWindow(PanelDialog):
         self.books_label.setWordWrap(True)
         self.books_label.setTextFormat(Qt.TextFormat.PlainText)
         layout.addWidget(self.books_label)
+        grounding = self.grounding_for(conversation)
+        # about one book: the chat and the book's X-Ray, in tabs; about several, the chat alone
+        self.tabs: QTabWidget | None = None
+        self.xray: XRayView | None = None
+        chat_layout = layout
+        if grounding is not None:
+            self.tabs = QTabWidget(self)
+            self.tabs.setDocumentMode(True)
+            layout.addWidget(self.tabs, 1)
+            chat = QWidget(self.tabs)
+            chat_layout = QVBoxLayout(chat)
+            chat_layout.setContentsMargins(0, 6, 0, 0)
         self.actions_row = QHBoxLayout()
-        layout.addLayout(self.actions_row)
+        chat_layout.addLayout(self.actions_row)
         self.action_buttons: list[QPushButton] = []
         self.panel = ConversationPanel(
             conversation, keep=self.library.history.save, save=self.save_to_book, save_text=_('Save to &book'),
             settings=self.show_settings, placeholder=_(
                 'Ask a question about the book (Enter sends, Shift+Enter starts a new line)'),
             intro=lambda: '<p>' + _('Choose a quick action above, or type a question below.') + '</p>',
-            grounding=self.grounding_for(conversation), parent=self)
+            grounding=grounding, parent=self)
         self.panel.state_changed.connect(self.streaming_changed)
-        layout.addWidget(self.panel, 1)
+        chat_layout.addWidget(self.panel, 1)
+        if self.tabs is not None and grounding is not None:
+            self.tabs.addTab(chat, _('Chat'))
+            self.xray = XRayView(grounding, lambda: answer_language(self.conv.books), settings=self.show_settings,
+                                 vertical=False, parent=self.tabs)
+            self.tabs.addTab(self.xray, _('X-Ray'))
         self.fill_quick_actions()
         self.panel.question.setFocus(Qt.FocusReason.OtherFocusReason)
 
@@ -98,6 +120,16 @@ class DiscussionWindow(PanelDialog):
     @property
     def conv(self) -> Conversation:
         return self.panel.conv
+
+    def closeEvent(self, ev: QCloseEvent) -> None:
+        if self.xray is not None:
+            self.xray.closing()
+        super().closeEvent(ev)
+
+    def reject(self) -> None:
+        if self.xray is not None:
+            self.xray.closing()
+        super().reject()
 
     def fill_quick_actions(self) -> None:
         while self.actions_row.count():

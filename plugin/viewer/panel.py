@@ -11,6 +11,11 @@ use {selected}, and the first one of a conversation gets the selection anyway. A
 new selection starts a new conversation, unless the current one has answers:
 then it stays, and the next quick action (or New chat) is about the new text.
 
+"Who or what is this?" asks about the selection from the X-Ray kept for the book
+(conversation.xray.who_is: what it says of the entity the selection names) and the
+passages before the reader's place that name it; the X-Ray tab shows that entity too.
+The X-Ray tab (gui.xray_view) holds the characters, places and terms met so far.
+
 Save as note: the conversation, or one reply, becomes the note of the highlight
 under the selection; without one, a highlight is made. An existing note is
 appended to, never replaced.
@@ -20,7 +25,9 @@ from collections.abc import Callable
 from html import escape
 from typing import TYPE_CHECKING
 
-from qt.core import QApplication, QEvent, QGridLayout, QKeyEvent, QLabel, QPushButton, Qt, QTimer, QVBoxLayout, QWidget
+from qt.core import (
+    QApplication, QEvent, QGridLayout, QKeyEvent, QLabel, QPushButton, Qt, QTabWidget, QTimer, QVBoxLayout, QWidget,
+)
 
 from calibre_plugins.bookai.conversation.actions import (
     QuickAction, selection_prompt, viewer_action_prompt, viewer_actions,
@@ -30,16 +37,24 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.notes import note_markdown
 from calibre_plugins.bookai.conversation.prompts import selected_for_prompt
+from calibre_plugins.bookai.conversation.question import Question
+from calibre_plugins.bookai.conversation.xray import XRay, cached_xray, key_for, who_is
 from calibre_plugins.bookai.core import limits
+from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.grounding.scopes import SCOPES
 from calibre_plugins.bookai.gui import settings_dialog
 from calibre_plugins.bookai.gui.book_text import ViewerBook
 from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel
 from calibre_plugins.bookai.gui.passages import Grounding
+from calibre_plugins.bookai.gui.worker import run_in_thread
+from calibre_plugins.bookai.gui.xray_view import XRayView, no_place_text
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
     from calibre.gui2.viewer.ui import EbookViewer
+
+    from calibre_plugins.bookai.gui.book_text import BookText
 
 load_translations()
 
@@ -68,20 +83,37 @@ class AskPanel(QWidget):
     def setup_ui(self) -> None:
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        self.selection_label = QLabel(self)
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        layout.addWidget(self.tabs)
+        self.chat_tab = chat = QWidget(self.tabs)
+        chat_layout = QVBoxLayout(chat)
+        chat_layout.setContentsMargins(0, 4, 0, 0)
+        self.selection_label = QLabel(chat)
         self.selection_label.setWordWrap(True)
-        layout.addWidget(self.selection_label)
+        chat_layout.addWidget(self.selection_label)
         self.actions_grid = QGridLayout()
-        layout.addLayout(self.actions_grid)
+        chat_layout.addLayout(self.actions_grid)
         self.action_buttons: list[QPushButton] = []
+        self.who_button = QPushButton(_('Who or what is this?'), chat)
+        self.who_button.setAutoDefault(False)
+        self.who_button.setToolTip(_('Ask about the selected name, from the X-Ray and the passages you have read '
+                                     'that name it: nothing after your place'))
+        self.who_button.clicked.connect(self.ask_who_is)
+        grounding = self.grounding()
         self.panel = ConversationPanel(
             Conversation([self.book()]), keep=self.keep, save=self.save_as_note, save_text=_('Save as &note'),
             settings=self.show_settings, placeholder=_('Ask about the selection or the book (Enter sends)'),
-            intro=self.intro, prepare=self.prepare, grounding=self.grounding(), parent=self)
+            intro=self.intro, prepare=self.prepare, grounding=grounding, parent=chat)
         self.panel.state_changed.connect(self.streaming_changed)
-        # the viewer closed mid-answer: the answer stops and what came is kept in the History
+        chat_layout.addWidget(self.panel, 1)
+        self.tabs.addTab(chat, _('Chat'))
+        self.xray = XRayView(grounding, lambda: answer_language([self.book()]), settings=self.show_settings,
+                             parent=self.tabs)
+        self.tabs.addTab(self.xray, _('X-Ray'))
+        # the viewer closed mid-answer: the answer stops and what came is kept in the History; a build stops
         QApplication.instance().aboutToQuit.connect(self.panel.closing)
-        layout.addWidget(self.panel, 1)
+        QApplication.instance().aboutToQuit.connect(self.xray.closing)
         self.fill_quick_actions()
         self.panel.show_conversation()
         self.show_selection()
@@ -151,17 +183,22 @@ class AskPanel(QWidget):
         for b in self.action_buttons:
             self.actions_grid.removeWidget(b)
             b.deleteLater()
+        self.actions_grid.removeWidget(self.who_button)
         self.action_buttons = []
-        for i, action in enumerate(viewer_actions()):
-            b = QPushButton(action.label, self)
+        actions = viewer_actions()
+        for i, action in enumerate(actions):
+            b = QPushButton(action.label, self.chat_tab)
             b.setAutoDefault(False)
             b.clicked.connect(lambda checked=False, a=action: self.run_action(a))
             self.actions_grid.addWidget(b, i // COLUMNS, i % COLUMNS)
             self.action_buttons.append(b)
+        # beside them: on their last row where there is room, else on a row of its own
+        row, column = divmod(len(actions), COLUMNS)
+        self.actions_grid.addWidget(self.who_button, row, column, 1, COLUMNS - column)
         self.streaming_changed(self.panel.streaming)
 
     def streaming_changed(self, streaming: bool) -> None:
-        for b in self.action_buttons:
+        for b in (*self.action_buttons, self.who_button):
             b.setEnabled(not streaming and bool(self.selected))
 
     def run_action(self, action: QuickAction) -> None:
@@ -172,6 +209,59 @@ class AskPanel(QWidget):
             self.show_selection()
         conv = self.panel.conv
         self.panel.ask(viewer_action_prompt(action, self.selected, conv.books[0], conv.language or 'English'))
+
+    def ask_who_is(self) -> None:
+        """"Who or what is this?" about the selection: from the X-Ray kept for the book (the provider's,
+        as the X-Ray tab shows it; nothing is made for it) and the passages before the reader's place
+        that name it (conversation.xray.who_is), sent as every question is (ConversationPanel.send).
+        The X-Ray tab shows the entity it names, if it has one."""
+        if not self.selected or self.panel.streaming:
+            return
+        if self.panel.conv.selection != self.selected or not self.panel.conv.selection:
+            self.panel.set_conversation(self.new_conversation(self.selected))
+            self.show_selection()
+        p = self.panel
+        provider = p.ready_provider()
+        if provider is None or p.grounding is None:
+            return
+        grounding: Grounding = p.grounding  # not None, in the closures too
+        ready, selection, language = provider, self.selected, answer_language([self.book()])  # in the closures too
+        token = p.start_waiting(_('Reading the text of the book…') if grounding.source.loaded is None else '')
+
+        def loaded(text: 'BookText | None', error: str) -> None:
+            if not p.waiting_for(token):
+                return  # stopped, or the panel closed, while the book was read
+            if text is None:
+                p.stop_waiting(token)
+                return p.show_notice(error + ' ' + _('Nothing was sent.'))
+            position = grounding.position(text)
+            if position is None:  # nothing goes: not even the X-Ray is read
+                p.stop_waiting(token)
+                return p.show_notice(no_place_text())
+            p.loading_cancel = cancel = CancelToken()
+            book_key, read = grounding.key, text  # not None, in the closures too
+
+            def work() -> tuple[Question, XRay | None]:
+                try:  # the X-Ray kept by this provider and model, if any; without it, the passages alone
+                    xray: XRay | None = cached_xray(read.book, position, key_for(book_key, ready, '', language,
+                                                                                   cancel))
+                except ProviderError:
+                    xray = None
+                return who_is(selection, read.book, position, xray, read.index), xray
+
+            def done(result: tuple[Question, XRay | None] | None, exc: Exception | None) -> None:
+                if not p.stop_waiting(token):
+                    return
+                p.loading_cancel = None
+                if exc is not None or result is None:
+                    return p.show_notice(_('Nothing was sent: {error}').format(error=exc))
+                question, xray = result
+                entity = xray.find(selection) if xray is not None else None
+                if entity is not None:
+                    self.xray.show_named(entity.name)
+                p.send(ready, question)
+            run_in_thread(work, done, self)
+        grounding.source.load(loaded)
 
     def prepare(self, question: str) -> str:
         """A typed question: {selected} becomes the selection; the first question of a conversation

@@ -32,6 +32,22 @@ def test_result_reaches_the_gui_thread_and_is_dropped_with_its_window(qapp):
     assert dropped == []
 
 
+def test_a_result_on_its_way_when_its_window_goes_is_dropped(qapp):
+    """The result sent, then the window destroyed before the GUI thread takes it (closed while its
+    work ended): dropped, and nothing raised, where an exception would abort calibre (calibre 6.13's
+    PyQt still delivers it then)."""
+    dropped, gone = [], QWidget()
+    before = {t for t in threading.enumerate() if t.name == 'BookAI-worker'}
+    run_in_thread(lambda: 1, lambda r, e: dropped.append(r), gone)
+    for t in {t for t in threading.enumerate() if t.name == 'BookAI-worker'} - before:
+        t.join(10)  # it has sent its result: on its way to the GUI thread
+    sip.delete(gone)
+    end, owner = [], QWidget()
+    run_in_thread(lambda: None, lambda r, e: end.append(1), owner)  # a later result: the earlier one had its turn
+    wait_until(lambda: end, timeout=10)
+    assert dropped == []
+
+
 def test_steps_run_on_the_gui_thread_one_a_turn_and_stop(qapp):
     done, where = [], []
     run_in_steps(range(5), lambda i: where.append(threading.current_thread() is threading.main_thread()) or i * i,

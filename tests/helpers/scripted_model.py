@@ -12,7 +12,8 @@ name). A real provider of Book AI's talks to it, so everything but the model is 
 
 roster_answer(roster, claims) answers an X-Ray request (conversation/xray.py) as a good model
 would: each entity of roster whose names the passages sent hold, with those passages; and, as a
-model that knows the book would, every entity of claims, whatever the passages hold.
+model that knows the book would, every entity of claims, whatever the passages hold. NOVEL_ROSTER:
+people and places of the tests' novel (helpers.novel), for the windows' X-Ray.
 """
 
 import json
@@ -52,6 +53,38 @@ def roster_answer(roster: Iterable[dict], claims: Iterable[dict] = ()) -> Answer
                 for c in claims]
         return json.dumps({'entities': out})
     return answer
+
+
+# the novel's people and places, each with what a model would say of them (for the windows' X-Ray)
+NOVEL_ROSTER = [
+    {'name': 'Elizabeth Bennet', 'other_names': ['Elizabeth', 'Lizzy', 'Eliza'],
+     'description': 'The second of the five Bennet daughters, lively and quick to judge'},
+    {'name': 'Jane Bennet', 'other_names': ['Jane', 'Miss Bennet'],
+     'description': 'The eldest Bennet daughter, gentle and admired by Mr. Bingley'},
+    {'name': 'Mrs. Bennet', 'description': 'Their mother, set on marrying her daughters well'},
+    {'name': 'Mr. Bennet', 'description': 'Their father, dry and ironic'},
+    {'name': 'Mr. Bingley', 'other_names': ['Bingley'],
+     'description': 'A rich young man who has taken Netherfield'},
+    {'name': 'Mr. Darcy', 'other_names': ['Darcy'],
+     'description': 'Bingley\'s proud friend, who slighted Elizabeth at the ball'},
+    {'name': 'Lydia', 'description': 'The youngest Bennet daughter, loud and fond of officers'},
+    {'name': 'Miss Bingley', 'other_names': ['Caroline Bingley'], 'description': 'Mr. Bingley\'s proud sister'},
+    {'name': 'Charlotte Lucas', 'other_names': ['Charlotte', 'Miss Lucas'],
+     'description': 'Elizabeth\'s sensible friend'},
+    {'name': 'Sir William Lucas', 'other_names': ['Sir William'], 'description': 'Charlotte\'s father, a former mayor'},
+    {'name': 'Mr. Collins', 'other_names': ['Collins'], 'description': 'Mr. Bennet\'s cousin, a clergyman'},
+    {'name': 'Mr. Wickham', 'other_names': ['Wickham'], 'description': 'An agreeable officer of the militia'},
+    {'name': 'Netherfield', 'kind': 'place', 'description': 'The house near Longbourn Bingley takes'},
+    {'name': 'Longbourn', 'kind': 'place', 'description': 'The Bennets\' home'},
+    {'name': 'Meryton', 'kind': 'place', 'description': 'The market town a mile from Longbourn'},
+    {'name': 'Pemberley', 'kind': 'place', 'description': 'Mr. Darcy\'s estate in Derbyshire'},
+    {'name': 'the assembly', 'other_names': ['assembly'], 'kind': 'term',
+     'description': 'The public ball at Meryton where Mr. Darcy refused to dance'},
+    {'name': 'the militia', 'other_names': ['militia', 'officers'], 'kind': 'term',
+     'description': 'A regiment quartered at Meryton for the winter'},
+    {'name': 'the entail', 'other_names': ['entail'], 'kind': 'term',
+     'description': 'Why Longbourn goes to Mr. Collins, not the daughters'},
+]
 
 
 class ScriptedModel:

@@ -268,3 +268,59 @@ def test_everything_read_up_to_where_the_viewer_is(sandbox, plugin_zip, library,
     after = [' '.join(p.text.split()) for p in book.paragraphs if p.start >= where and len(p.text) > 60]
     assert read and all(text in sent for text in read)
     assert after and not [text[:60] for text in after if text in sent]
+
+
+def test_the_xray_tab_in_the_real_viewer(sandbox, plugin_zip, artifacts):
+    """The X-Ray tab of calibre's real viewer, on the real novel in a library, twelve chapters in: built by a
+    scripted model (it names the novel's people as the passages sent hold them), nothing after the viewer's
+    place sent; an entity shown (viewer-xray.png); then its name selected in the book and "Who or what is
+    this?" asked, with what the X-Ray says of it and passages before the place."""
+    from calibre_plugins.bookai.conversation.prompts import passage_texts
+    from calibre_plugins.bookai.grounding.extract import read_epub
+    from helpers.novel import EPUB
+    from helpers.scripted_model import NOVEL_ROSTER, ScriptedModel, passages_of, roster_answer
+    sandbox.install(plugin_zip)
+    library = sandbox.make_library(EPUB)
+    name = 'Elizabeth Bennet'
+    with ScriptedModel(roster_answer(NOVEL_ROSTER)) as model:
+        configure(sandbox, type('Server', (), {'base_url': model.url}))
+        report, r = sandbox.probe('viewer', [library_epub(library)], timeout=240, env={
+            'BOOKAI_PROBE_SECTIONS': '12', 'BOOKAI_PROBE_XRAY': name, 'BOOKAI_PROBE_SHOTS': str(artifacts),
+            'BOOKAI_PROBE_TIMEOUT': '200'})
+        requests = list(model.requests)
+    (artifacts / 'viewer-xray-report.json').write_text(json.dumps(dict(report, output=r.output[-3000:]), indent=1))
+    assert report['rendered'] and not report['timeout'] and 'waited_for' not in report, (report, r.output[-2000:])
+    assert not tracebacks(r.output), r
+    book = read_epub(library_epub(library))
+    where = book.offset_of_cfi(report['cfi'])
+    assert where is not None and book.chapter_at(where).title in ('Chapter 11', 'Chapter 12'), report['cfis']
+    assert report['x_tabs'] == ['Chat', 'X-Ray']
+    assert 'No X-Ray is kept for this book yet' in report['x_summary_before']
+    assert report['x_button_before'] == 'Build X-Ray'
+    read = report['x_chapters_read']
+    assert read == list(range(len(read))) and not report['x_missing'] and report['x_button'] == 'Update X-Ray'
+    built = requests[:len(read)]
+    assert len(built) == len(read) and 'requests sent' in report['x_status']
+    # nothing after the viewer's place went: no paragraph after it is in a request, and each chapter read went
+    sent = ' '.join(' '.join(text.split()) for request in built for _n, _label, text in passages_of(request))
+    after = [' '.join(p.text.split()) for p in book.paragraphs if p.start >= where and len(p.text) > 60]
+    assert after and not [text[:60] for text in after if text[:60] in sent]
+    assert [passages_of(request)[0][1] for request in built] == [book.chapters[n].title for n in read]
+    entities = {e[0]: e for e in report['x_entities']}
+    assert {name, 'Mr. Darcy', 'Mr. Bingley', 'Netherfield', 'Longbourn'} <= set(entities)
+    assert not {'Mr. Collins', 'Mr. Wickham'} & set(entities)  # they come in Chapters 13 and 15
+    assert report['x_shown'] == name and 'First appears: Chapter 1, at ' in report['x_details']
+    assert (artifacts / 'viewer-xray.png').stat().st_size > 20_000
+    # "where it first appears" took the viewer there; then the name, selected, asked about
+    assert book.chapter_at(book.offset_of_cfi(report['x_cfi_after_first'])).title == 'Chapter 1'
+    assert report['x_selected'].strip() == name and report['x_who_enabled']
+    assert not report['x_who_error'] and report['x_who_shown'] == name
+    assert report['x_who_question'].startswith(f'Who or what is "{name}" in this book, as far as I have read?')
+    # the search found her full name first in Chapter 3: the X-Ray there knows her by her other names
+    at_who = book.offset_of_cfi(report['x_cfi_at_who'])
+    assert book.chapter_at(at_who).title == 'Chapter 3', report['x_cfi_at_who']
+    assert ('What the X-Ray says of it so far: Elizabeth (character; also called Lizzy' in report['x_who_question']
+            and 'The second of the five Bennet daughters' in report['x_who_question']), report['x_who_question']
+    asked = requests[-1]['messages'][-1]['content']
+    assert 'Who or what is "Elizabeth Bennet"' in asked and passage_texts(report['x_who_passages'])
+    assert all(position * book.length < at_who + 1 for _c, position, _cfi in report['x_who_places'])

@@ -23,6 +23,11 @@ and once opened (a screenshot then at $BOOKAI_PROBE_TAB_SHOT), then the reader c
 tab or the first one and, with $BOOKAI_PROBE_TAB_DOCK=closed, closes the panel; then the viewer
 closes (see choose_tab()).
 
+With $BOOKAI_PROBE_SECTIONS=N and $BOOKAI_PROBE_XRAY=<a name>, it opens the panel's X-Ray tab
+there, builds the X-Ray, shows the entity of that name (a screenshot then, viewer-xray.png in
+$BOOKAI_PROBE_SHOTS), selects the name in the book's text as the reader would and asks "Who or
+what is this?" (see xray()).
+
 $BOOKAI_PROBE_FEATURES=<a quick action's label>: each thing the panel does in turn (see
 features()); $BOOKAI_PROBE_QUIT: the viewer closed while an answer streams;
 $BOOKAI_PROBE_SOCKETS: every network connection of the process recorded (sockets.py).
@@ -195,6 +200,75 @@ def grounded(viewer):
     later(lambda: not p.streaming and bool(p.conv.turns), answered)
 
 
+def xray(viewer):
+    """The X-Ray tab at the viewer's place: what it shows kept, then built; an entity shown; then
+    "Who or what is this?" about that name, selected in the book."""
+    from qt.core import QTimer, QUrl
+    ask_panel = open_panel(viewer)
+    x = ask_panel.xray
+    ask_panel.tabs.setCurrentWidget(x)
+    name = os.environ['BOOKAI_PROBE_XRAY']
+    shots = os.environ.get('BOOKAI_PROBE_SHOTS', '')
+
+    def shown():
+        return x.work is None and (x.xray is not None or bool(x.status.text()))
+
+    def build():
+        report.update(x_tabs=[ask_panel.tabs.tabText(i) for i in range(ask_panel.tabs.count())],
+                      x_summary_before=x.summary.text(), x_button_before=x.build_button.text())
+        report.write()
+        x.build_button.click()
+        later(lambda: x.work is None, built)
+
+    def built():
+        made = x.xray
+        report.update(x_summary=x.summary.text(), x_status=x.status.text(), x_button=x.build_button.text(),
+                      x_chapters_read=list(made.chapters_read) if made else [],
+                      x_missing=list(made.missing) if made else [],
+                      x_entities=[[e.name, e.kind, e.first.chapter] for e in made.entities] if made else [])
+        x.show_named(name)
+        report['x_shown'] = x.entity.name if x.entity is not None else ''
+        report['x_details'] = x.details.toPlainText()
+        report.write()
+        QTimer.singleShot(500, shoot)
+
+    def shoot():
+        if shots:
+            viewer.grab().save(os.path.join(shots, 'viewer-xray.png'))
+            x.grab().save(os.path.join(shots, 'viewer-xray-only.png'))
+        # where the name first appears: the viewer goes there; then the name is found with the viewer's
+        # own search, which selects it, as the reader would select it
+        x.details.anchorClicked.emit(QUrl('bookai:first'))
+        QTimer.singleShot(2500, find)
+
+    def find():
+        report['x_cfi_after_first'] = viewer.web_view.current_cfi
+        viewer.show_search(name, trigger=True)  # the next place that names it: the viewer goes there
+
+        def found():
+            return ask_panel.selected.strip() == name and viewer.web_view.current_cfi != report['x_cfi_after_first']
+        later(found, lambda: QTimer.singleShot(1000, who), timeout=30)
+
+    def who():
+        report['x_selected'] = ask_panel.selected
+        report['x_cfi_at_who'] = viewer.web_view.current_cfi
+        ask_panel.tabs.setCurrentIndex(0)
+        report['x_who_enabled'] = ask_panel.who_button.isEnabled()
+        ask_panel.who_button.click()
+        p = ask_panel.panel
+        later(lambda: not p.streaming and bool(p.conv.turns), answered)
+
+    def answered():
+        p = ask_panel.panel
+        turn = p.conv.turns[-1]
+        report.update(x_who_question=turn.question, x_who_error=turn.error, x_who_places=[
+            [pl.chapter, pl.position, pl.cfi] for pl in turn.places], x_who_passages=turn.passages,
+            x_who_shown=x.entity.name if x.entity is not None else '')
+        report.write()
+        viewer.close()
+    later(shown, build)
+
+
 def open_panel(viewer):
     """The Ask AI panel, opened as the reader opens it: its ConversationPanel."""
     from qt.core import QTabWidget
@@ -356,6 +430,8 @@ def main(book):
             return choose_tab(viewer)
         if os.environ.get('BOOKAI_PROBE_SECTIONS'):
             then = (lambda: grounded(viewer)) if os.environ.get('BOOKAI_PROBE_GROUNDED') else viewer.close
+            if os.environ.get('BOOKAI_PROBE_XRAY') and report['has_panel']:
+                then = lambda: xray(viewer)  # noqa: E731
             return sections(viewer, int(os.environ['BOOKAI_PROBE_SECTIONS']), then)
         viewer.close()
 
