@@ -15,12 +15,10 @@ from typing import TYPE_CHECKING
 
 from qt.core import QCheckBox, QMessageBox, QObject, pyqtSignal
 
-from calibre_plugins.bookai.conversation.recap import (
-    NoRecap, RecapJob, book_source, needs_consent, remember_consent,
-)
+from calibre_plugins.bookai.conversation.recap import RecapJob, book_source, needs_consent, remember_consent
 from calibre_plugins.bookai.conversation.summaries import BookKey, SummaryRun
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
-from calibre_plugins.bookai.core.errors import ContextTooLong, ProviderError
+from calibre_plugins.bookai.core.errors import ContextTooLong
 from calibre_plugins.bookai.core.messages import Answer
 from calibre_plugins.bookai.grounding.so_far import read_until
 from calibre_plugins.bookai.gui.worker import run_in_thread
@@ -97,7 +95,7 @@ class RecapFlow(QObject):
                 return
             if exc is not None or described is None:
                 panel.stop_waiting(token)
-                if isinstance(exc, (NoRecap, ProviderError)):
+                if exc is not None and not isinstance(exc, Cancelled):  # NoRecap, ProviderError...: in words
                     panel.show_notice(str(exc))
                 return None
             for notice in job.ready_plan().notices:
