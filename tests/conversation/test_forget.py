@@ -77,7 +77,7 @@ def test_forget_everything_with_the_keys_in_the_keyring(gnome_keyring, kept, lib
         store.set('openai', 'api_key', 'sk-one-0123456789')
         store.set('anthropic', 'api_key', 'sk-two-0123456789')
         library_before = tree(library)
-        done = forget_everything(store, history.folder, cache.folder, prefs, summaries.folder)
+        done = forget_everything(store, history.folder, cache.folder, prefs, summary_folder=summaries.folder)
         assert (done.keys, done.conversations, done.cached_books, done.book_choices, done.summaries) == (2, 2, 1, 3, 1)
         assert keyring.items() == {}
         assert keyring.all_secrets() == ['not ours']
@@ -96,11 +96,11 @@ def test_forget_everything_with_the_keys_in_the_file(no_session_bus, kept, prefs
     rel = f'plugins/bookai-secrets-test-{uuid.uuid4().hex}'
     store = SecretStore(rel)
     store.set('gemini', 'api_key', 'gemini-key-0123456789')
-    done = forget_everything(store, history.folder, cache.folder, prefs, summaries.folder)
+    done = forget_everything(store, history.folder, cache.folder, prefs, summary_folder=summaries.folder)
     assert (done.keys, done.conversations, done.cached_books, done.book_choices, done.summaries) == (1, 2, 1, 3, 1)
     assert private_config(rel) == {}
     assert not os.path.exists(history.folder) and not os.path.exists(cache.folder)
     assert not os.path.exists(summaries.folder)
     # nothing left: nothing fails
-    again = forget_everything(store, history.folder, cache.folder, prefs, summaries.folder)
+    again = forget_everything(store, history.folder, cache.folder, prefs, summary_folder=summaries.folder)
     assert (again.keys, again.conversations, again.cached_books, again.book_choices, again.summaries) == (0, 0, 0, 0, 0)
