@@ -502,19 +502,7 @@ def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str, co
         raise Exit(USAGE, _('--position is a fraction of the book, from 0 to 1.'))
     book_id = args.book[0]
     db = library.db
-    fmt = choose_format(db.formats(book_id))
-    if fmt is None:
-        raise Exit(USAGE, _('Book {id} has no file with text that can be read: it has no formats, or only '
-                            'pictures.').format(id=book_id))
-    try:
-        book, index = library_book_text(db, book_id, fmt)
-    except UnreadableBook as e:
-        raise Exit(USAGE, str(e)) from None
-    if not book.length:
-        raise Exit(USAGE, _('The {fmt} file of book {id} has no text (a scanned book has only pictures of its '
-                            'pages).').format(fmt=fmt, id=book_id))
-    if note := book.skipped_note():
-        say(sys.stderr, note)
+    book, index, fmt = library_book(library, book_id)
     position = args.position
     if position is None and args.scope != 'book':
         position = saved_position(db.format_abspath(book_id, fmt), book)
@@ -1032,15 +1020,16 @@ def cmd_recap(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     return in_library(args, recap, stdout)
 
 
-def library_book(library: BookLibrary, book_id: int) -> tuple['Book', str]:
-    """(the text of a library book, its format), as with_book_text() reads it; Exit when it has none."""
+def library_book(library: BookLibrary, book_id: int) -> tuple['Book', 'Index', str]:
+    """(the text of a library book, its passages' index, its format), from the format choose_format()
+    picks, read once and kept in the text cache; the chapters left out said; Exit when it has none."""
     db = library.db
     fmt = choose_format(db.formats(book_id))
     if fmt is None:
         raise Exit(USAGE, _('Book {id} has no file with text that can be read: it has no formats, or only '
                             'pictures.').format(id=book_id))
     try:
-        book, _index = library_book_text(db, book_id, fmt)
+        book, index = library_book_text(db, book_id, fmt)
     except UnreadableBook as e:
         raise Exit(USAGE, str(e)) from None
     if not book.length:
@@ -1048,7 +1037,7 @@ def library_book(library: BookLibrary, book_id: int) -> tuple['Book', str]:
                             'pages).').format(fmt=fmt, id=book_id))
     if note := book.skipped_note():
         say(sys.stderr, note)
-    return book, fmt
+    return book, index, fmt
 
 
 def xray(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
@@ -1056,7 +1045,7 @@ def xray(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
     from calibre_plugins.bookai.providers.pricing import cost_text  # this command only
     if not library.has_book(args.book):
         raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=args.book))
-    book, fmt = library_book(library, args.book)
+    book, _index, fmt = library_book(library, args.book)
     position = args.position
     if position is None:
         position = saved_position(library.db.format_abspath(args.book, fmt), book)
@@ -1173,7 +1162,7 @@ def recap_job(library: BookLibrary, args: argparse.Namespace, provider: AIProvid
             raise Exit(NOTHING_FOUND, _('The library holds no earlier book of the series {series} whose text can be '
                                         'read.').format(series=series))
         return RecapJob(provider, conv, sources, 'series', model=args.model or '', series=series, title=info.title)
-    book, fmt = library_book(library, book_id)
+    book, _index, fmt = library_book(library, book_id)
     position = args.position
     if position is None:
         position = saved_position(db.format_abspath(book_id, fmt), book)
