@@ -40,8 +40,8 @@ from calibre_plugins.bookai.conversation.question import (
 )
 from calibre_plugins.bookai.conversation.summaries import (
     CITED, LEAST_PART_TOKENS, SUMMARY_TOKENS, BookKey, BookSummaries, Estimate, ProgressCallback, Segment,
-    SummaryCache, SummaryRun, estimate_of, estimate_summaries, model_key, part_tokens, parts_of, segment_of,
-    summarize,
+    SummaryCache, SummaryRun, damaged_notice, estimate_of, estimate_summaries, model_key, part_tokens, parts_of,
+    segment_of, summarize,
 )
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import estimated_tokens
@@ -462,7 +462,6 @@ class SoFarSummaries:
         """text with the summaries and the chapter being read (see the class), for the model room was
         learned for (else self.model, else the provider's configured one); why not, in words, when a
         summary the plan needs is not kept, or they do not fit."""
-        kept = self.load()
         source = book_source(self.key, book, position)
         model = room.model or self.model or self.provider.config.option('model') or ''
         try:
@@ -471,6 +470,7 @@ class SoFarSummaries:
             plan = None
         if plan is None or plan.mode != 'summaries' or plan.notices or not plan.segments:
             return _('Even the summaries of the earlier chapters do not fit in what the model reads at once.')
+        kept = self.load()
         name = model_key(self.provider, model)
         run = SummaryRun()
         missing = 0
@@ -480,13 +480,15 @@ class SoFarSummaries:
                 missing += 1
             else:
                 run.summaries[j] = found
+        damaged = damaged_notice(self.cache)  # a damaged summaries file, set aside: said
         if missing:
-            return ngettext('Summaries of the earlier chapters would let all of it go, but {count} of them is not '
-                            'made yet for this model: The story so far makes them, and so does Make chapter '
-                            'summaries in the Book AI menu of calibre\'s library.',
-                            'Summaries of the earlier chapters would let all of it go, but {count} of them are not '
-                            'made yet for this model: The story so far makes them, and so does Make chapter '
-                            'summaries in the Book AI menu of calibre\'s library.', missing).format(count=missing)
+            why = ngettext('Summaries of the earlier chapters would let all of it go, but {count} of them is not '
+                           'made yet for this model: The story so far makes them, and so does Make chapter '
+                           'summaries in the Book AI menu of calibre\'s library.',
+                           'Summaries of the earlier chapters would let all of it go, but {count} of them are not '
+                           'made yet for this model: The story so far makes them, and so does Make chapter '
+                           'summaries in the Book AI menu of calibre\'s library.', missing).format(count=missing)
+            return f'{damaged} {why}' if damaged else why
         q = recap_question(plan, [source], run, text=text)
         passages = f'{SUMMARIES_NOTE}\n{q.passages}'
         ex = replace(q.excerpt, scope='so-far') if isinstance(q.excerpt, Excerpt) else q.excerpt
@@ -500,7 +502,7 @@ class SoFarSummaries:
                             'Everything up to where you are is more than the model reads at once ({window} tokens): '
                             'the {count} earlier chapters go as their summaries, and the chapter you are in in full.',
                             count).format(window=f'{room.window:,}', count=count)
-        return replace(q, passages=passages, excerpt=ex, notices=(said, *q.notices))
+        return replace(q, passages=passages, excerpt=ex, notices=(said, *q.notices, *((damaged,) if damaged else ())))
 
 
 def book_source(key: BookKey, book: 'Book', position: float | None, about: str = '', title: str = '') -> Source:
