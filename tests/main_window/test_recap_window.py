@@ -10,14 +10,14 @@ import json
 import os
 
 import pytest
-from qt.core import QApplication, QMessageBox, QTimer
+from qt.core import QMessageBox
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
-from helpers.calibre_gui import stand_in_gui, wait_until
+from helpers.calibre_gui import stand_in_gui, wait_until, when_modal
 from helpers.peers import LlamaServer, RecordingProxy, use_server
 from helpers.sentinels import bodies_with_sentinels, epub_with_sentinel, place_before_sentinel
 
@@ -143,10 +143,7 @@ def test_an_online_provider_asks_first_and_nothing_goes_without_yes(qapp, prefs,
             asked, previews = [], []
 
             def answer(accept):
-                def act():
-                    box = QApplication.activeModalWidget()
-                    if box is None:
-                        return QTimer.singleShot(50, act)
+                def act(box):
                     if not isinstance(box, QMessageBox):  # What will be sent, as the settings say: after consent
                         previews.append(box.summary.text())
                         return box.accept()
@@ -155,10 +152,10 @@ def test_an_online_provider_asks_first_and_nothing_goes_without_yes(qapp, prefs,
                         box.checkBox().setChecked(True)
                         next(b for b in box.buttons() if box.buttonRole(b) == QMessageBox.ButtonRole.AcceptRole
                              ).click()
-                        QTimer.singleShot(50, act)  # and What will be sent, before the recap goes
+                        when_modal(act)  # and What will be sent, before the recap goes
                     else:
                         box.reject()
-                QTimer.singleShot(50, act)
+                when_modal(act)
             answer(False)
             w.panel.recap_button.click()
             wait_until(lambda: not w.panel.streaming and 'Nothing was sent.' in w.panel.chat.toPlainText())
