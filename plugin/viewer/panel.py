@@ -21,12 +21,14 @@ under the selection; without one, a highlight is made. An existing note is
 appended to, never replaced.
 """
 
+import time
 from collections.abc import Callable
 from html import escape
 from typing import TYPE_CHECKING
 
 from qt.core import (
-    QApplication, QEvent, QGridLayout, QKeyEvent, QLabel, QPushButton, Qt, QTabWidget, QTimer, QVBoxLayout, QWidget,
+    QApplication, QEvent, QGridLayout, QHBoxLayout, QKeyEvent, QLabel, QPushButton, Qt, QTabWidget, QTimer,
+    QToolButton, QVBoxLayout, QWidget,
 )
 
 from calibre_plugins.bookai.conversation.actions import (
@@ -34,6 +36,7 @@ from calibre_plugins.bookai.conversation.actions import (
 )
 from calibre_plugins.bookai.conversation.books import BookInfo, answer_language
 from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.last_read import LastRead, Offer, recap_offer
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.notes import note_markdown
 from calibre_plugins.bookai.conversation.prompts import selected_for_prompt
@@ -89,6 +92,7 @@ class AskPanel(QWidget):
         self.chat_tab = chat = QWidget(self.tabs)
         chat_layout = QVBoxLayout(chat)
         chat_layout.setContentsMargins(0, 4, 0, 0)
+        self.setup_offer(chat, chat_layout)
         self.selection_label = QLabel(chat)
         self.selection_label.setWordWrap(True)
         chat_layout.addWidget(self.selection_label)
@@ -117,6 +121,49 @@ class AskPanel(QWidget):
         self.fill_quick_actions()
         self.panel.show_conversation()
         self.show_selection()
+
+    def setup_offer(self, parent: QWidget, layout: QVBoxLayout) -> None:
+        """The line that offers "Recap since you last read" after a break (book_opened): hidden until then."""
+        self.offered: Offer | None = None
+        self.offer_row = row = QWidget(parent)
+        h = QHBoxLayout(row)
+        h.setContentsMargins(0, 0, 0, 0)
+        self.offer_label = QLabel(row)
+        self.offer_label.setWordWrap(True)
+        h.addWidget(self.offer_label, 1)
+        self.offer_button = QPushButton(_('&Recap since you last read'), row)
+        self.offer_button.setAutoDefault(False)
+        self.offer_button.setToolTip(_('A recap of the story up to where you are, citing its passages: nothing is '
+                                       'sent until you click'))
+        self.offer_button.clicked.connect(self.recap_since)
+        h.addWidget(self.offer_button)
+        self.offer_dismiss = QToolButton(row)
+        self.offer_dismiss.setText('\u2715')
+        self.offer_dismiss.setToolTip(_('Not now'))
+        self.offer_dismiss.clicked.connect(self.dismiss_offer)
+        h.addWidget(self.offer_dismiss)
+        row.setVisible(False)
+        layout.addWidget(row)
+
+    def book_opened(self, earlier: 'LastRead | None') -> None:
+        """A book was opened, last read earlier (None: not known): the offer of a recap, after a
+        break as long as the reader's setting (last_read.recap_offer); nothing is sent."""
+        self.offered = recap_offer(earlier, time.time(), plugin_prefs()['recap_offer_days'])
+        if self.offered is not None:
+            self.offer_label.setText(ngettext('You last read this book {days} day ago.',
+                                              'You last read this book {days} days ago.',
+                                              self.offered.days).format(days=self.offered.days))
+        self.offer_row.setVisible(self.offered is not None)
+
+    def recap_since(self) -> None:
+        """The reader took the offer: the recap since the place they were at last time (the story so
+        far when it is not before the place now), sent as Story so far sends it."""
+        if self.offered is not None and self.panel.recap.start(since_cfi=self.offered.cfi):
+            self.dismiss_offer()
+
+    def dismiss_offer(self) -> None:
+        self.offered = None
+        self.offer_row.setVisible(False)
 
     # the book and the selection {{{
 
