@@ -21,6 +21,7 @@ under the selection; without one, a highlight is made. An existing note is
 appended to, never replaced.
 """
 
+import os
 import time
 from collections.abc import Callable
 from html import escape
@@ -55,6 +56,7 @@ from calibre_plugins.bookai.gui.xray_view import XRayView, no_place_text
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
+    from calibre.db.cache import Cache
     from calibre.gui2.viewer.ui import EbookViewer
 
     from calibre_plugins.bookai.gui.book_text import BookText
@@ -111,6 +113,7 @@ class AskPanel(QWidget):
             intro=self.intro, prepare=self.prepare, grounding=grounding, parent=chat)
         self.panel.state_changed.connect(self.streaming_changed)
         chat_layout.addWidget(self.panel, 1)
+        self.offer_series()
         self.tabs.addTab(chat, _('Chat'))
         self.xray = XRayView(grounding, lambda: answer_language([self.book()]), settings=self.show_settings,
                              parent=self.tabs)
@@ -144,6 +147,24 @@ class AskPanel(QWidget):
         h.addWidget(self.offer_dismiss)
         row.setVisible(False)
         layout.addWidget(row)
+
+    def offer_series(self) -> None:
+        """A book of a library: "Previously in the series" beside Story so far, once the library is open
+        (in a thread, read-only: calibre works on a copy of its database, and the library is not
+        changed); a book from outside a library has none."""
+        details = (getattr(self.viewer, 'current_book_data', None) or {}).get('book_library_details') or {}
+        dbpath, book_id = details.get('dbpath') or '', int(details.get('book_id') or 0)
+        if not dbpath or not book_id:
+            return
+
+        def work() -> 'Cache':
+            from calibre.library import db  # late: only for a book of a library, when the panel is built
+            return db(os.path.dirname(dbpath), read_only=True).new_api
+
+        def done(cache: 'Cache | None', exc: Exception | None) -> None:
+            if cache is not None and not self.panel.closed:
+                self.panel.offer_series(cache, book_id)
+        run_in_thread(work, done, self)
 
     def book_opened(self, earlier: 'LastRead | None') -> None:
         """A book was opened, last read earlier (None: not known): the offer of a recap, after a

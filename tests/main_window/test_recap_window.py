@@ -20,6 +20,7 @@ from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from helpers.calibre_gui import stand_in_gui, wait_until
 from helpers.peers import LlamaServer, RecordingProxy, use_server
 from helpers.sentinels import bodies_with_sentinels, epub_with_sentinel, place_before_sentinel
+from helpers.series import SAGA, saga_library
 
 TINY = ('--temp', '0', '-n', '16', '--override-kv', 'llama.context_length=int:65536')
 
@@ -175,30 +176,10 @@ def test_an_online_provider_asks_first_and_nothing_goes_without_yes(qapp, prefs,
             secret_store().set('grok', 'api_key', '')
 
 
-SAGA = [  # (title, series index, a chapter's text): the window is about the third
-    ('The First Voyage', 1.0, 'Captain Odile Marchetti sailed the Albatross out of Port Varne at dawn.'),
-    ('The Second Voyage', 2.0, 'The navigator Brannoc Tull charted the Silver Shoals by starlight.'),
-    ('The Third Voyage', 3.0, 'ZQX SENTINEL OF THE CURRENT BOOK: the cook was a spy.'),
-    ('The Fourth Voyage', 4.0, 'ZQX SENTINEL OF A LATER BOOK: the captain retires to a lighthouse.'),
-]
-
-
 @pytest.fixture
 def saga(sandbox, tmp_path):
-    """A library of a four-book series, made with calibre's db API; (the library, its path)."""
-    from calibre.ebooks.metadata.book.base import Metadata
-    from calibre.library import db
-    from helpers.books import make_epub
-    paths = [make_epub(tmp_path / f'{index}.epub', [f'<h2>Chapter {n}</h2><p>{text}</p><p>{text} The gulls cried.</p>'
-                                                    for n in (1, 2)]) for _title, index, text in SAGA]
-    lib = sandbox.make_library(paths[0])
-    cache = db(str(lib)).new_api
-    for (title, _index, _text), path in zip(SAGA[1:], paths[1:]):
-        cache.add_books([(Metadata(title, ['Ann Sailor']), {'EPUB': str(path)})])
-    ids = sorted(cache.all_book_ids())
-    cache.set_field('title', {i: title for i, (title, _index, _text) in zip(ids, SAGA)})
-    cache.set_field('series', {i: 'The Saga' for i in ids})
-    cache.set_field('series_index', {i: index for i, (_title, index, _text) in zip(ids, SAGA)})
+    """A library of a four-book series (helpers.series); (the library, its folder)."""
+    cache, lib = saga_library(sandbox, tmp_path)
     return BookLibrary(cache, History(str(tmp_path / 'history'))), lib
 
 

@@ -4,7 +4,8 @@ Placeholder, which follows the viewer's place) and Book AI's real panel around a
 viewer, at a place in the real novel with a sentinel right after it; a real llama-server (the tiny
 model) behind a RecordingProxy. The offer is shown after a break as long as the setting, not
 before; nothing is sent until the reader clicks; then the recap since the earlier place goes, with
-nothing after the place now; the record then says the book was seen now, there."""
+nothing after the place now; the record then says the book was seen now, there. "Previously in
+the series" for a book of a library."""
 
 import time
 
@@ -15,6 +16,7 @@ from calibre_plugins.bookai.grounding.extract import read_epub
 from helpers.calibre_gui import StandInViewer, wait_until
 from helpers.peers import LlamaServer, RecordingProxy, use_server
 from helpers.sentinels import bodies_with_sentinels, epub_with_sentinel, place_before_sentinel
+from helpers.series import SAGA, saga_library
 
 TINY = ('--temp', '0', '-n', '16', '--override-kv', 'llama.context_length=int:65536')
 DAY = 86400
@@ -92,3 +94,24 @@ def test_no_offer_before_the_break_nor_when_turned_off(qapp, prefs, tmp_path, re
     tab.keep_place()
     assert record.get(key).seen == seen
     tab.close()
+
+
+def test_previously_in_the_series_for_a_book_of_a_library(qapp, prefs, sandbox, tmp_path):
+    """The panel opens the book's library read-only and offers the series' recap where there are
+    earlier books (the discussion window's test sends it); a book from outside a library has none."""
+    from calibre_plugins.bookai.viewer.panel import AskPanel
+    cache, lib = saga_library(sandbox, tmp_path)
+    panels = {}
+    for book_id in (3, 1):
+        viewer = StandInViewer(cache.format_abspath(book_id, 'EPUB'), SAGA[book_id - 1][0], ('Ann Sailor',))
+        viewer.current_book_data['book_library_details'] = {
+            'dbpath': str(lib / 'metadata.db'), 'book_id': book_id, 'fmt': 'EPUB', 'library_id': cache.library_id}
+        panels[book_id] = panel = AskPanel(viewer)
+        wait_until(lambda: panel.panel.series_button is not None)
+    assert panels[3].panel.series_button.isEnabled()
+    assert not panels[1].panel.series_button.isEnabled()
+    assert 'no earlier book of the series The Saga' in panels[1].panel.series_button.toolTip()
+    outside = AskPanel(StandInViewer(tmp_path / '1.epub'))
+    assert outside.panel.series_button is None
+    for p in (*panels.values(), outside):
+        p.close()
