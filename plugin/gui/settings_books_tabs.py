@@ -158,15 +158,6 @@ class SentTab(SettingsTab):
             'embeddings rank them by meaning as well. Only providers on this computer are used for it: the whole '
             'book goes to the provider to be embedded.'))
         form.addRow(self.meaning_box)
-        self.offer_box = QSpinBox(self)
-        self.offer_box.setRange(0, 365)
-        self.offer_box.setSuffix(' ' + _('days'))
-        self.offer_box.setSpecialValueText(_('Never'))
-        self.offer_box.setToolTip(_(
-            'When you open a book in the E-book viewer after this many days away from it, Book AI\'s panel offers a '
-            'recap since you last read. Nothing is sent until you click it. Never: no offer, and Book AI keeps no '
-            'record of when you read'))
-        form.addRow(*form_label(_('Offer a recap &when a book is opened after:'), self.offer_box, self))
         layout.addLayout(form)
         layout.addStretch(1)
         row = QHBoxLayout()
@@ -189,7 +180,6 @@ class SentTab(SettingsTab):
         self.book_text_box.setChecked(bool(prefs['book_text']))
         self.budget_box.setValue(int(prefs['book_text_budget']))
         self.meaning_box.setChecked(prefs['retrieval'] == 'embeddings')
-        self.offer_box.setValue(max(0, min(365, int(prefs['recap_offer_days']))))
 
     def save(self, prefs: 'JSONConfig') -> None:
         prefs['confirm_send'] = self.confirm_box.currentData()
@@ -197,7 +187,6 @@ class SentTab(SettingsTab):
         prefs['book_text'] = self.book_text_box.isChecked()
         prefs['book_text_budget'] = self.budget_box.value()
         prefs['retrieval'] = 'embeddings' if self.meaning_box.isChecked() else 'bm25'
-        prefs['recap_offer_days'] = self.offer_box.value()
 
     def forget_everything(self) -> None:
         """Forget everything, once the reader confirmed it, and say what was deleted."""
