@@ -169,7 +169,7 @@ class ConversationPanel(QWidget):
             return
         from calibre_plugins.bookai.conversation.recap import earlier_in_series  # a book's window only
         series, count = earlier_in_series(db, book_id)
-        b = self.series_button = QPushButton(_('Previously in the &series'), self)
+        b = self.series_button = QPushButton(_('Prev&iously in the series'), self)
         b.setAutoDefault(False)
         b.clicked.connect(lambda: self.recap.start_series(db, book_id))
         self.bar.insertWidget(self.bar.indexOf(self.recap_button) + 1, b)

@@ -16,6 +16,10 @@ then it stays, and the next quick action (or New chat) is about the new text.
 passages before the reader's place that name it; the X-Ray tab shows that entity too.
 The X-Ray tab (gui.xray_view) holds the characters, places and terms met so far.
 
+A book opened after a break (the reader's days, conversation.last_read) gets a line offering
+"Recap since you last read": nothing is sent until the reader clicks it. A book of a library in a
+series gets "Previously in the series" beside Story so far (gui.recap_flow).
+
 Save as note: the conversation, or one reply, becomes the note of the highlight
 under the selection; without one, a highlight is made. An existing note is
 appended to, never replaced.
@@ -134,7 +138,7 @@ class AskPanel(QWidget):
         self.offer_label = QLabel(row)
         self.offer_label.setWordWrap(True)
         h.addWidget(self.offer_label, 1)
-        self.offer_button = QPushButton(_('&Recap since you last read'), row)
+        self.offer_button = QPushButton(_('Recap since you last read'), row)
         self.offer_button.setAutoDefault(False)
         self.offer_button.setToolTip(_('A recap of the story up to where you are, citing its passages: nothing is '
                                        'sent until you click'))
