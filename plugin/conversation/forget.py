@@ -1,8 +1,9 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Forget everything Book AI keeps about its user: the API keys, the saved conversations,
 the books' text cached for questions, the chapter summaries kept for recaps, the X-Rays of books,
-when and where books were last read in the viewer, and the choices made per book (the scope of its text, the "don't ask again" of sending it). The
-books themselves, their notes, columns and highlights are calibre's and are not touched; neither are the other settings.
+when and where books were last read in the viewer, and the choices made per book (the scope of
+its text, the "don't ask again" of sending it). The books themselves, their notes, columns and
+highlights are calibre's and are not touched; neither are the other settings.
 """
 
 import os
