@@ -50,6 +50,8 @@ from calibre_plugins.bookai.gui.worker import run_in_thread, stream_in_thread
 from calibre_plugins.bookai.providers.registry import PROVIDERS, chosen_provider, get_provider
 
 if TYPE_CHECKING:
+    from calibre.db.cache import Cache
+
     from calibre_plugins.bookai.providers.base import AIProviderPlugin
 
 load_translations()
@@ -148,6 +150,8 @@ class ConversationPanel(QWidget):
             self.recap = RecapFlow(self)
             self.recap_button = self.button(_('Story so &far'), lambda: self.recap.start(),
                                             _('A recap of the book up to where you are, citing its passages'))
+        self.series_button: QPushButton | None = None  # offer_series()
+        self.series_problem = ''  # why there is no "Previously in the series", in words
         self.preview_button = self.button(_('&What will be sent'), self.show_preview,
                                           _('The exact messages the next question sends, and where'))
         self.settings_button = self.button(_('Se&ttings'), self.show_settings)
@@ -157,6 +161,25 @@ class ConversationPanel(QWidget):
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.status)
+
+    def offer_series(self, db: 'Cache', book_id: int) -> None:
+        """"Previously in the series" beside Story so far, for book_id of the library db: disabled,
+        its tooltip saying why, when the book is in no series or the library holds no earlier one."""
+        if self.recap_button is None or self.series_button is not None:
+            return
+        from calibre_plugins.bookai.conversation.recap import earlier_in_series  # a book's window only
+        series, count = earlier_in_series(db, book_id)
+        b = self.series_button = QPushButton(_('Prev&iously in the series'), self)
+        b.setAutoDefault(False)
+        b.clicked.connect(lambda: self.recap.start_series(db, book_id))
+        self.bar.insertWidget(self.bar.indexOf(self.recap_button) + 1, b)
+        if not series:
+            self.series_problem = _('This book is not in a series.')
+        elif not count:
+            self.series_problem = _('The library holds no earlier book of the series {series}.').format(series=series)
+        b.setToolTip(self.series_problem or _('A recap of the earlier books of {series} that the library holds, '
+                                              'citing their passages').format(series=series))
+        self.update_state()
 
     def button(self, text: str, slot: Callable[[], object], tip: str = '') -> QPushButton:
         b = QPushButton(text, self)
@@ -225,6 +248,8 @@ class ConversationPanel(QWidget):
         self.accuracy_notice.setVisible(has_answers and not streaming)
         if self.recap_button is not None:
             self.recap_button.setEnabled(not streaming)
+        if self.series_button is not None:
+            self.series_button.setEnabled(not streaming and not self.series_problem)
         provider = self.provider
         parts = []
         if provider is not None:

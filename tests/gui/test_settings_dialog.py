@@ -686,3 +686,22 @@ def test_the_image_providers_own_settings(qapp, saved_prefs):
     assert w.provider_tab.config_widgets['grok'].values()['image_model'] == 'grok-2-image'  # the Provider tab shows it
     d.accept()
     assert saved_prefs['providers']['grok']['image_model'] == 'grok-2-image'
+
+
+def test_the_recap_offer_days(qapp, saved_prefs):
+    """After how many days away the viewer's panel offers a recap: 7 by default, 0 shown as Never; saved."""
+    w = shown(qapp, SettingsWidget())
+    w.tabs.setCurrentIndex(TABS.index('reading'))
+    box = w.reading_tab.offer_box
+    assert box.value() == 7 and 'Nothing is sent until you click' in box.toolTip()
+    box.setValue(0)
+    assert box.text() == 'Never'
+    w.commit()
+    assert saved_prefs['recap_offer_days'] == 0
+    w.close()
+    w = SettingsWidget()
+    assert w.reading_tab.offer_box.value() == 0
+    w.reading_tab.offer_box.setValue(30)
+    w.commit()
+    assert saved_prefs['recap_offer_days'] == 30
+    w.close()
