@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from hashlib import sha256
 
 from calibre_plugins.bookai.core import limits
-from calibre_plugins.bookai.core.files import read_regular, set_aside, write_private
+from calibre_plugins.bookai.core.files import read_regular, set_aside_if_can, write_private
 
 MAX_FILE_BYTES = 256 * 1024  # the record file read at most: a larger one is set aside
 MAX_BOOKS = 500              # books kept in it, at most
@@ -77,10 +77,8 @@ class LastReadRecord:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError, RecursionError, UnicodeError):  # damaged, too large, not a file
-            try:
-                self.set_aside_as.append(set_aside(self.path))
-            except OSError:
-                pass
+            if (kept := set_aside_if_can(self.path)) is not None:
+                self.set_aside_as.append(kept)
             return {}
 
     def get(self, key: str) -> LastRead | None:
