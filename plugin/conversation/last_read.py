@@ -5,7 +5,9 @@ viewer's panel offers "Recap since you last read" (a break of at least the reade
 calibre's desktop viewer keeps only the latest place of a book (its "last-read" annotation,
 replaced as soon as the book is shown again; the library's last_read_positions are the content
 server's), so Book AI keeps its own record: for each book seen in the viewer (a library's, or a
-file from outside it), when it was last seen and the place then, as the viewer's CFI. The record
+file from outside it), when it was last seen, the place then and the place that reading began at
+(where the viewer opened it), as the viewer's CFIs. After a break, the recap offered is of what was
+read that last time: since the place it began at, the story before it as summaries. The record
 is one small private file in calibre's cache folder, at most MAX_BOOKS books (the longest unseen
 dropped first), read bounded; a damaged one is set aside and a new one begun. No record is kept
 while the setting is 0 (never offer).
@@ -18,6 +20,7 @@ import os
 import time
 from dataclasses import dataclass
 from hashlib import sha256
+from typing import TypeGuard
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.files import read_regular, set_aside_if_can, write_private
@@ -32,14 +35,17 @@ SAME_PLACE = 0.001           # places closer than this (a fraction of the book) 
 
 @dataclass(frozen=True)
 class LastRead:
-    """A book as last seen in the viewer: when (seconds since the epoch) and where (a CFI)."""
+    """A book as last seen in the viewer: when (seconds since the epoch) and where (a CFI), and where
+    that reading began (a CFI; '' when not known)."""
     seen: float
     cfi: str
+    began: str = ''
 
 
 @dataclass(frozen=True)
 class Offer:
-    """A recap offered after a break: the days since the book was last read, the place then."""
+    """A recap offered after a break: the days since the book was last read, and the place its
+    recap starts from: where that last reading began."""
     days: int
     cfi: str
 
@@ -84,30 +90,35 @@ class LastReadRecord:
     def get(self, key: str) -> LastRead | None:
         return self.read().get(key)
 
-    def put(self, key: str, cfi: str, seen: float | None = None) -> None:
-        """Keep that the book key was seen at cfi (now, or at seen). Raises OSError when it cannot
-        be written."""
+    def put(self, key: str, cfi: str, seen: float | None = None, began: str = '') -> None:
+        """Keep that the book key was seen at cfi (now, or at seen), in a reading that began at
+        began. Raises OSError when it cannot be written."""
         import json  # writing only
         if not cfi or len(cfi) > MAX_CFI_CHARS:
             return
         books = self.read()
         books.pop(key, None)
-        books[key] = LastRead(time.time() if seen is None else seen, cfi)
+        books[key] = LastRead(time.time() if seen is None else seen, cfi, began if is_cfi(began) else '')
         kept = sorted(books.items(), key=lambda kv: kv[1].seen)[-MAX_BOOKS:]
         write_private(self.path, json.dumps({'kind': KIND, 'version': VERSION, 'books': {
-            k: {'seen': v.seen, 'cfi': v.cfi} for k, v in kept}}))
+            k: {'seen': v.seen, 'cfi': v.cfi, 'began': v.began} for k, v in kept}}))
 
 
 def last_read_of(key: object, value: object) -> LastRead | None:
     """An entry of the file, checked: None for one that is not as Book AI writes it."""
     if type(key) is not str or len(key) > 64 or type(value) is not dict:
         return None
-    seen, cfi = value.get('seen'), value.get('cfi')
+    seen, cfi, began = value.get('seen'), value.get('cfi'), value.get('began', '')
     if not isinstance(seen, (int, float)) or isinstance(seen, bool) or not 0 <= seen < 1e11:  # not NaN, nor
         return None                                                                             # past year 5000
-    if type(cfi) is not str or not cfi.startswith('epubcfi(') or len(cfi) > MAX_CFI_CHARS:
+    if not is_cfi(cfi):
         return None
-    return LastRead(float(seen), cfi)
+    return LastRead(float(seen), cfi, began if is_cfi(began) else '')
+
+
+def is_cfi(value: object) -> TypeGuard[str]:
+    """A place as the viewer gives it, of a length a place has."""
+    return type(value) is str and value.startswith('epubcfi(') and len(value) <= MAX_CFI_CHARS
 
 
 def recap_offer(earlier: LastRead | None, now: float, days: int) -> Offer | None:
@@ -119,7 +130,7 @@ def recap_offer(earlier: LastRead | None, now: float, days: int) -> Offer | None
     gone = now - earlier.seen
     if gone < days * DAY:
         return None
-    return Offer(int(gone // DAY), earlier.cfi)
+    return Offer(int(gone // DAY), earlier.began or earlier.cfi)
 
 
 def since_place(earlier: float | None, current: float) -> float | None:

@@ -182,6 +182,7 @@ class Placeholder(QWidget):
         self.book_path = ''  # the book the viewer shows, as its place was last reported
         self.book = ('', 0, '', '')  # its library id, book id, format, path: the record's key
         self.place = ''  # its place then (a CFI)
+        self.began = ''  # where the viewer opened it: where this reading began (a CFI)
         self.earlier: 'LastRead | None' = None  # when and where it was last read before, once read
         self.earlier_read = False
         self.keep_timer = QTimer(self)
@@ -227,7 +228,7 @@ class Placeholder(QWidget):
             self.book_path, self.earlier, self.earlier_read = path, None, False
             self.book = (str(details.get('library_id') or ''), int(details.get('book_id') or 0),
                          str(details.get('fmt') or ''), path)
-            self.place = cfi
+            self.place = self.began = cfi
             if self.panel is not None:
                 self.keep_place()
                 self.panel.book_opened(self.earlier)
@@ -250,7 +251,7 @@ class Placeholder(QWidget):
             record, key = LastReadRecord(), book_key(*self.book)
             if not self.earlier_read:
                 self.earlier, self.earlier_read = record.get(key), True
-            record.put(key, self.place)
+            record.put(key, self.place, began=self.began)
         except Exception as e:  # a full disk, a folder not writable: the viewer goes on, without the record
             if not getattr(self, 'keep_problem_said', False):
                 self.keep_problem_said = True

@@ -28,6 +28,12 @@ def test_never_with_0_nor_for_a_book_never_seen_nor_when_the_clock_went_back():
     assert recap_offer(LastRead(NOW + 30 * DAY, PLACE), NOW, 7) is None  # last read "in the future"
 
 
+def test_the_recap_offered_starts_where_the_last_reading_began():
+    began = 'epubcfi(/6/2!/4/2/1:0)'
+    assert recap_offer(LastRead(NOW - 9 * DAY, PLACE, began), NOW, 7).cfi == began
+    assert recap_offer(LastRead(NOW - 9 * DAY, PLACE), NOW, 7).cfi == PLACE  # an older record: where it ended
+
+
 def test_since_the_earlier_place_only_when_it_is_before_the_place_now():
     assert since_place(0.2, 0.5) == 0.2
     assert since_place(None, 0.5) is None  # no earlier place: the story so far
@@ -47,6 +53,10 @@ def test_the_record_keeps_a_book_and_names_none(tmp_path):
     assert 'lib' not in raw and '/b.epub' not in raw
     assert os.stat(tmp_path / 'last-read.json').st_mode & 0o077 == 0
     record.put(key, 'epubcfi(' + 'x' * 3000 + ')')  # no CFI is that long: not kept
+    assert record.get(key) == LastRead(NOW, PLACE)
+    record.put(key, PLACE, NOW, began='epubcfi(/2/2)')
+    assert record.get(key) == LastRead(NOW, PLACE, 'epubcfi(/2/2)')
+    record.put(key, PLACE, NOW, began='javascript:alert(1)')  # not a place: not kept
     assert record.get(key) == LastRead(NOW, PLACE)
 
 

@@ -36,14 +36,15 @@ def record(tmp_path, monkeypatch):
 
 def opened(tmp_path, record, days_ago: float):
     """The novel open in a stand-in viewer at the place before the sentinel, last read days_ago
-    at an earlier place; the hook's tab shown (the panel built): (tab, book, place, earlier cfi)."""
+    in a reading that began at an earlier place and ended here; the hook's tab shown (the panel built): (tab, book, place, earlier cfi)."""
     from calibre_plugins.bookai.viewer.hook import Placeholder
     path, _before = epub_with_sentinel(tmp_path / 'novel.epub', 0.02)
     book = read_epub(str(path))
     place = place_before_sentinel(book)
     now_cfi, earlier_cfi = book.cfi_at(int(place * book.length) - 1), book.cfi_at(int(0.008 * book.length))
     key = last_read.book_key('', 0, 'EPUB', str(path))
-    record.put(key, earlier_cfi, time.time() - days_ago * DAY)
+    # that last reading began at the earlier place and ended here, where the viewer opens it again
+    record.put(key, now_cfi, time.time() - days_ago * DAY, began=earlier_cfi)
     viewer = StandInViewer(path, 'Pride and Prejudice', ('Jane Austen',))
     viewer.web_view = WebView(now_cfi)
     tab = Placeholder(viewer)
