@@ -162,20 +162,19 @@ class ConversationPanel(QWidget):
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.status)
 
-    def offer_series(self, db: 'Cache', book_id: int) -> None:
-        """"Previously in the series" beside Story so far, for book_id of the library db: disabled,
-        its tooltip saying why, when the book is in no series or the library holds no earlier one."""
+    def offer_series(self, db_of: 'Callable[[], Cache]', book_id: int, series: str, count: int | None) -> None:
+        """"Previously in the series" beside Story so far, for book_id of the library db_of() opens (in a
+        thread, when the reader asks), in series, after count books of it the library holds (None: not
+        known until asked): disabled, its tooltip saying why, for a book in no series or the first."""
         if self.recap_button is None or self.series_button is not None:
             return
-        from calibre_plugins.bookai.conversation.recap import earlier_in_series  # a book's window only
-        series, count = earlier_in_series(db, book_id)
         b = self.series_button = QPushButton(_('Prev&iously in the series'), self)
         b.setAutoDefault(False)
-        b.clicked.connect(lambda: self.recap.start_series(db, book_id))
+        b.clicked.connect(lambda: self.recap.start_series(db_of, book_id))
         self.bar.insertWidget(self.bar.indexOf(self.recap_button) + 1, b)
         if not series:
             self.series_problem = _('This book is not in a series.')
-        elif not count:
+        elif count == 0:
             self.series_problem = _('The library holds no earlier book of the series {series}.').format(series=series)
         b.setToolTip(self.series_problem or _('A recap of the earlier books of {series} that the library holds, '
                                               'citing their passages').format(series=series))

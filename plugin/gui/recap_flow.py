@@ -92,10 +92,10 @@ class RecapFlow(QObject):
         source.load(loaded)
         return True
 
-    def start_series(self, db: 'Cache', book_id: int) -> bool:
-        """Previously in the series of book_id (a book of db, the library's): its earlier books the
-        library holds, as the command line's recap --series makes it (conversation.recap.series_job).
-        False when nothing could start (the panel says why)."""
+    def start_series(self, db_of: 'Callable[[], Cache]', book_id: int) -> bool:
+        """Previously in the series of book_id (a book of the library db_of() opens, in the thread):
+        its earlier books the library holds, as the command line's recap --series makes it
+        (conversation.recap.series_job). False when nothing could start (the panel says why)."""
         panel = self.panel
         if panel.streaming:
             return False
@@ -105,7 +105,7 @@ class RecapFlow(QObject):
         provider: 'AIProviderPlugin' = ready
         title = panel.conv.books[0].title if panel.conv.books else ''
         token = panel.start_waiting(_('Reading the earlier books of the series…'))
-        self.plan(provider, lambda cancel: series_job(provider, panel.conv, db, book_id, title), token)
+        self.plan(provider, lambda cancel: series_job(provider, panel.conv, db_of(), book_id, title), token)
         return True
 
     def book_job(self, provider: 'AIProviderPlugin', text: 'BookText', position: float,

@@ -153,22 +153,21 @@ class AskPanel(QWidget):
         layout.addWidget(row)
 
     def offer_series(self) -> None:
-        """A book of a library: "Previously in the series" beside Story so far, once the library is open
-        (in a thread, read-only: calibre works on a copy of its database, and the library is not
-        changed); a book from outside a library has none."""
-        details = (getattr(self.viewer, 'current_book_data', None) or {}).get('book_library_details') or {}
+        """A book of a library in a series (as the viewer's metadata of it says): "Previously in the
+        series" beside Story so far. The library is opened only when the reader asks, in the recap's
+        thread, read-only (calibre works on a copy of its database: the library is not changed); a
+        book from outside a library has none."""
+        data = getattr(self.viewer, 'current_book_data', None) or {}
+        details, mi = data.get('book_library_details') or {}, data.get('metadata') or {}
         dbpath, book_id = details.get('dbpath') or '', int(details.get('book_id') or 0)
         if not dbpath or not book_id:
             return
+        series = mi.get('series') if isinstance(mi, dict) else getattr(mi, 'series', '')
 
-        def work() -> 'Cache':
-            from calibre.library import db  # late: only for a book of a library, when the panel is built
+        def library() -> 'Cache':
+            from calibre.library import db  # late: only when the reader asks
             return db(os.path.dirname(dbpath), read_only=True).new_api
-
-        def done(cache: 'Cache | None', exc: Exception | None) -> None:
-            if cache is not None and not self.panel.closed:
-                self.panel.offer_series(cache, book_id)
-        run_in_thread(work, done, self)
+        self.panel.offer_series(library, book_id, series if isinstance(series, str) else '', None)
 
     def book_opened(self, earlier: 'LastRead | None') -> None:
         """A book was opened, last read earlier (None: not known): the offer of a recap, after a

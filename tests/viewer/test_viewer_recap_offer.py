@@ -98,20 +98,29 @@ def test_no_offer_before_the_break_nor_when_turned_off(qapp, prefs, tmp_path, re
 
 
 def test_previously_in_the_series_for_a_book_of_a_library(qapp, prefs, sandbox, tmp_path):
-    """The panel opens the book's library read-only and offers the series' recap where there are
-    earlier books (the discussion window's test sends it); a book from outside a library has none."""
+    """For a book of a library that the viewer's metadata puts in a series, the panel offers the
+    series' recap (the discussion window's test sends it), and opens the library only when asked:
+    for the first book, it then says in words that the library holds no earlier one, and sends
+    nothing; a book in no series has it disabled, saying why; one from outside a library, none."""
     from calibre_plugins.bookai.viewer.panel import AskPanel
     cache, lib = saga_library(sandbox, tmp_path)
+    use_server(prefs, 'http://127.0.0.1:9')  # set up, never reached: nothing is sent
     panels = {}
-    for book_id in (3, 1):
+    for book_id, series in ((3, 'The Saga'), (1, 'The Saga'), (2, '')):
         viewer = StandInViewer(cache.format_abspath(book_id, 'EPUB'), SAGA[book_id - 1][0], ('Ann Sailor',))
+        viewer.current_book_data['metadata']['series'] = series
         viewer.current_book_data['book_library_details'] = {
             'dbpath': str(lib / 'metadata.db'), 'book_id': book_id, 'fmt': 'EPUB', 'library_id': cache.library_id}
-        panels[book_id] = panel = AskPanel(viewer)
-        wait_until(lambda: panel.panel.series_button is not None)
-    assert panels[3].panel.series_button.isEnabled()
-    assert not panels[1].panel.series_button.isEnabled()
-    assert 'no earlier book of the series The Saga' in panels[1].panel.series_button.toolTip()
+        panels[book_id] = AskPanel(viewer)
+    assert panels[3].panel.series_button.isEnabled() and panels[1].panel.series_button.isEnabled()
+    assert 'earlier books of The Saga' in panels[3].panel.series_button.toolTip()
+    assert not panels[2].panel.series_button.isEnabled()
+    assert panels[2].panel.series_button.toolTip() == 'This book is not in a series.'
+    first = panels[1].panel
+    first.series_button.click()
+    wait_until(lambda: 'no earlier book of the series The Saga' in first.chat.toPlainText() and not first.streaming,
+               state=lambda: first.chat.toPlainText()[-400:])
+    assert not first.conv.turns
     outside = AskPanel(StandInViewer(tmp_path / '1.epub'))
     assert outside.panel.series_button is None
     for p in (*panels.values(), outside):
