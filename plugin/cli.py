@@ -1157,21 +1157,21 @@ def recap_job(library: BookLibrary, args: argparse.Namespace, provider: AIProvid
               conv: Conversation) -> 'RecapJob':
     """The RecapJob --series, --since or neither asks for."""
     # the recap command only
-    from calibre_plugins.bookai.conversation.recap import RecapJob, book_source, series_sources
+    from calibre_plugins.bookai.conversation.recap import NoRecap, NotInSeries, RecapJob, book_source, series_job
     from calibre_plugins.bookai.conversation.summaries import BookKey
     from calibre_plugins.bookai.grounding.so_far import read_until
     db, book_id, info = library.db, args.book, conv.books[0]
     about = f'{info.title} by {info.authors_text}' if info.authors else info.title
     if args.series:
-        series, sources, left_out = series_sources(db, book_id)
+        try:
+            job, left_out = series_job(provider, conv, db, book_id, info.title, args.model or '')
+        except NotInSeries:
+            raise Exit(USAGE, _('Book {id} is not in a series.').format(id=book_id)) from None
+        except NoRecap as e:
+            raise Exit(NOTHING_FOUND, str(e)) from None
         for sentence in left_out:
             say(sys.stderr, sentence)
-        if not series:
-            raise Exit(USAGE, _('Book {id} is not in a series.').format(id=book_id))
-        if not sources:
-            raise Exit(NOTHING_FOUND, _('The library holds no earlier book of the series {series} whose text can be '
-                                        'read.').format(series=series))
-        return RecapJob(provider, conv, sources, 'series', model=args.model or '', series=series, title=info.title)
+        return job
     book, _index, fmt = library_book(library, book_id)
     position = args.position
     if position is None:

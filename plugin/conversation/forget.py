@@ -1,8 +1,9 @@
 # License: GPLv3 Copyright: the Book AI developers
 """Forget everything Book AI keeps about its user: the API keys, the saved conversations,
 the books' text cached for questions, the chapter summaries kept for recaps, the X-Rays of books,
-and the choices made per book (the scope of its text, the "don't ask again" of sending it). The
-books themselves, their notes, columns and highlights are calibre's and are not touched; neither are the other settings.
+when and where books were last read in the viewer, and the choices made per book (the scope of
+its text, the "don't ask again" of sending it). The books themselves, their notes, columns and
+highlights are calibre's and are not touched; neither are the other settings.
 """
 
 import os
@@ -10,7 +11,7 @@ import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from calibre_plugins.bookai.conversation import summaries
+from calibre_plugins.bookai.conversation import last_read, summaries
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.grounding.cache import SUFFIX, default_folder
 from calibre_plugins.bookai.providers.registry import PROVIDERS
@@ -50,7 +51,8 @@ def remove_folder(folder: str, suffix: str) -> int:
 
 def forget_everything(secrets: SecretStore | None = None, history_folder: str | None = None,
                       cache_folder: str | None = None, prefs: 'JSONConfig | None' = None,
-                      xray_folder: str | None = None, summary_folder: str | None = None) -> Forgotten:
+                      xray_folder: str | None = None, summary_folder: str | None = None,
+                      last_read_file: str | None = None) -> Forgotten:
     """Forget it all (the arguments are the real ones by default); what was removed."""
     from calibre_plugins.bookai.conversation import xray  # late: X-Rays are made when asked for
     secrets = secrets or secret_store()
@@ -60,6 +62,10 @@ def forget_everything(secrets: SecretStore | None = None, history_folder: str | 
     cached = remove_folder(cache_folder or default_folder(), SUFFIX)
     xrays = remove_folder(xray_folder or xray.default_folder(), '.json')
     summarized = remove_folder(summary_folder or summaries.default_folder(), summaries.SUFFIX)
+    try:  # when and where books were last read in the viewer (conversation/last_read.py)
+        os.remove(last_read_file or last_read.default_file())
+    except FileNotFoundError:
+        pass
     choices = len(prefs['book_scopes']) + len(prefs['book_text_consent'])
     prefs['book_scopes'] = {}
     prefs['book_text_consent'] = []

@@ -19,7 +19,7 @@ from calibre.constants import config_dir
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.core import limits
-from calibre_plugins.bookai.core.files import read_regular, set_aside, write_private
+from calibre_plugins.bookai.core.files import read_regular, set_aside_if_can, write_private
 
 load_translations()
 
@@ -151,10 +151,7 @@ class History:
 
     def set_aside(self, path: str) -> str:
         """Rename a damaged file out of the way, never over one set aside before; returns where it is."""
-        try:
-            kept = set_aside(path)
-        except OSError:
-            kept = path
+        kept = set_aside_if_can(path) or path
         self.damaged.append(kept)
         return kept
 

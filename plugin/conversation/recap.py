@@ -67,6 +67,10 @@ class NoRecap(ValueError):
     """No recap can be made (nothing read yet, nothing read since, no earlier book): str() says why."""
 
 
+class NotInSeries(NoRecap):
+    """The book is in no series: there is no "previously in the series"."""
+
+
 @dataclass(frozen=True)
 class Source:
     """A book a recap is made from, read up to until (a character offset)."""
@@ -546,6 +550,32 @@ def series_sources(db: 'Cache', book_id: int,
         sources.append(Source(BookKey(db.library_id, i, fmt), book, book.length, title,
                               f'{title} by {authors}' if authors else title))
     return series, sources, left_out
+
+
+def earlier_in_series(db: 'Cache', book_id: int) -> tuple[str, int]:
+    """(the series of book_id, how many books of it the library holds before it) by calibre's
+    series and series index, from the library's fields only: nothing is read."""
+    series = db.field_for('series', book_id)
+    if not series:
+        return '', 0
+    index = db.field_for('series_index', book_id) or 0.0
+    return series, sum(1 for i in db.all_book_ids() if i != book_id and db.field_for('series', i) == series
+                       and (db.field_for('series_index', i) or 0.0) < index)
+
+
+def series_job(provider: 'AIProviderPlugin', conv: 'Conversation', db: 'Cache', book_id: int, title: str,
+               model: str = '', read: 'Callable[[Cache, int, str], tuple[Book, object]] | None' = None
+               ) -> tuple[RecapJob, list[str]]:
+    """Previously in the series of book_id (title: its title), as the windows and the command line
+    make it: (the RecapJob, what was left out, in words). Raises NotInSeries, or NoRecap when the
+    library holds no earlier book of it whose text can be read (saying why each was left out)."""
+    series, sources, left_out = series_sources(db, book_id, read)
+    if not series:
+        raise NotInSeries(_('This book is not in a series.'))
+    if not sources:  # why each was left out, first
+        raise NoRecap(' '.join(left_out + [_('The library holds no earlier book of the series {series} whose text '
+                                             'can be read.').format(series=series)]))
+    return RecapJob(provider, conv, sources, 'series', model=model, series=series, title=title), left_out
 
 
 def needs_consent(provider: 'AIProviderPlugin', books: Iterable[str]) -> bool:

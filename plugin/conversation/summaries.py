@@ -44,7 +44,7 @@ from calibre_plugins.bookai.conversation.question import ASSUMED_WINDOW, room_in
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import ContextTooLong, ProviderError
-from calibre_plugins.bookai.core.files import private_folder, read_regular, set_aside, write_private
+from calibre_plugins.bookai.core.files import private_folder, read_regular, remove_where, set_aside_if_can, write_private
 from calibre_plugins.bookai.core.messages import Cost, Done, Failed, Message, TextDelta, Usage, estimated_tokens
 from calibre_plugins.bookai.core.printable import without_controls
 from calibre_plugins.bookai.grounding.index import Passage
@@ -240,10 +240,8 @@ class SummaryCache:
         except FileNotFoundError:
             return []
         except (OSError, ValueError, RecursionError, UnicodeError):  # damaged, too large, not a file
-            try:
-                self.set_aside_as.append(set_aside(path))
-            except OSError:
-                pass
+            if (kept := set_aside_if_can(path)) is not None:
+                self.set_aside_as.append(kept)
             return []
 
     def write(self, key: BookKey, summaries: Iterable[Summary]) -> None:
@@ -271,19 +269,8 @@ class SummaryCache:
     def prune(self, library_id: str, existing_book_ids: Iterable[int]) -> int:
         """Forget the summaries of a library's books that are no longer in it; how many files went."""
         keep = {str(int(i)) for i in existing_book_ids}
-        folder, removed = self.library_folder(library_id), 0
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            return 0
-        for name in names:
-            if name.endswith(SUFFIX) and name.partition('.')[0] not in keep:
-                try:
-                    os.remove(os.path.join(folder, name))
-                    removed += 1
-                except OSError:
-                    pass
-        return removed
+        return remove_where(self.library_folder(library_id),
+                            lambda name: name.endswith(SUFFIX) and name.partition('.')[0] not in keep)
 
 
 def damaged_notice(cache: SummaryCache) -> str:

@@ -44,7 +44,7 @@ from calibre_plugins.bookai.conversation.question import Question
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import BadRequest, ContextTooLong, ProviderError
-from calibre_plugins.bookai.core.files import private_folder, read_regular, set_aside, write_private
+from calibre_plugins.bookai.core.files import private_folder, read_regular, remove_where, set_aside_if_can, write_private
 from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN, Cost, Done, Failed, Message, Role, TextDelta, Usage
 from calibre_plugins.bookai.core.printable import CONTROL
 from calibre_plugins.bookai.grounding.index import Index, Passage
@@ -687,9 +687,8 @@ class XRayCache:
             return [], self.damaged(path)
 
     def damaged(self, path: str) -> str:
-        try:
-            kept = set_aside(path)
-        except OSError:
+        kept = set_aside_if_can(path)
+        if kept is None:
             return _('The X-Ray kept for this book could not be read; it is made again.')
         return _('The X-Ray kept for this book was damaged: it was kept as {file}, and the X-Ray is made '
                  'again.').format(file=kept)
@@ -707,19 +706,7 @@ class XRayCache:
 
     def drop(self, book: str) -> int:
         """Forget every X-Ray of a book; how many files went."""
-        folder = self.book_folder(book)
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            return 0
-        removed = 0
-        for name in names:
-            try:
-                os.remove(os.path.join(folder, name))
-                removed += name.endswith('.json')
-            except OSError:
-                pass
-        return removed
+        return remove_where(self.book_folder(book), lambda name: name.endswith('.json'))
 
 
 def kept_with(records: list[ChapterRecord], new: ChapterRecord) -> list[ChapterRecord]:

@@ -16,6 +16,7 @@ private_folder() makes each one so, and narrows one an older version made 0755 w
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 
 
 def write_private(path: str, data: bytes | str) -> None:
@@ -46,6 +47,33 @@ def set_aside(path: str) -> str:
         kept = f'{path}.{n}.damaged'
     os.rename(path, kept)
     return kept
+
+
+def set_aside_if_can(path: str) -> str | None:
+    """set_aside(path), for a reader that goes on without the file either way: the new name, or
+    None when it could not be renamed (it is then left as it is, and never written over)."""
+    try:
+        return set_aside(path)
+    except OSError:
+        return None
+
+
+def remove_where(folder: str, condition: Callable[[str], bool]) -> int:
+    """Remove the files in folder whose names meet condition, passing over those that cannot be
+    removed; how many went (none when the folder cannot be listed)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    removed = 0
+    for name in names:
+        if condition(name):
+            try:
+                os.remove(os.path.join(folder, name))
+                removed += 1
+            except OSError:
+                pass
+    return removed
 
 
 class NotRegular(OSError):

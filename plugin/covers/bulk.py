@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
-from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular, write_private
+from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular, remove_where, write_private
 from calibre_plugins.bookai.core.images import EXTENSIONS, ImageResult
 from calibre_plugins.bookai.core.messages import Cost
 from calibre_plugins.bookai.core.printable import one_line
@@ -331,16 +331,8 @@ def load_run(staging_dir: str) -> StagedRun | None:
 def discard_run(staging_dir: str) -> None:
     """Remove a run's staged images and manifest, and its folder once empty (only the files a
     run writes are removed: anything else, and the folder, is left)."""
-    try:
-        names = os.listdir(staging_dir)
-    except OSError:
-        return
-    for n in names:
-        if n == MANIFEST or IMAGE_NAME.fullmatch(n) or (n.startswith('.') and n.endswith('.tmp')):
-            try:
-                os.remove(os.path.join(staging_dir, n))
-            except OSError:
-                pass
+    remove_where(staging_dir, lambda n: n == MANIFEST or bool(IMAGE_NAME.fullmatch(n))
+                 or n.startswith('.') and n.endswith('.tmp'))
     try:
         os.rmdir(staging_dir)
     except OSError:

@@ -25,7 +25,7 @@ import time
 from typing import NamedTuple
 
 from calibre_plugins.bookai.core import limits
-from calibre_plugins.bookai.core.files import read_regular, set_aside, write_private
+from calibre_plugins.bookai.core.files import read_regular, set_aside_if_can, write_private
 
 load_translations()
 
@@ -142,10 +142,10 @@ class CoverUndo:
         except FileNotFoundError:
             return None
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):
-            self._set_aside(path)
+            set_aside_if_can(path)
             return None
         if len(data) != size or hashlib.sha256(data).hexdigest() != digest or (not had and size):
-            self._set_aside(path)
+            set_aside_if_can(path)
             return None
         return KeptCover(data if had else None, float(when), os.path.basename(path))
 
@@ -246,13 +246,6 @@ class CoverUndo:
     def _rmdir(path: str) -> None:
         try:
             os.rmdir(path)  # only when empty
-        except OSError:
-            pass
-
-    @staticmethod
-    def _set_aside(path: str) -> None:
-        try:
-            set_aside(path)
         except OSError:
             pass
 

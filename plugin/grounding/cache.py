@@ -33,7 +33,7 @@ from os import PathLike
 from calibre.constants import cache_dir
 
 from calibre_plugins.bookai.core import limits
-from calibre_plugins.bookai.core.files import private_folder, read_regular, set_aside, write_private
+from calibre_plugins.bookai.core.files import private_folder, read_regular, remove_where, set_aside_if_can, write_private
 from calibre_plugins.bookai.grounding import extract
 from calibre_plugins.bookai.grounding.formats import read_book
 from calibre_plugins.bookai.grounding.index import Index, passages
@@ -186,24 +186,8 @@ class TextCache:
 
     def remove_where(self, library_id: str, condition: Callable[[str], bool]) -> int:
         """Remove the cache files of a library whose names meet condition; how many went."""
-        folder = self.library_folder(library_id)
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            return 0
-        removed = 0
-        for name in names:
-            if SUFFIX in name and condition(name):
-                try:
-                    os.remove(os.path.join(folder, name))
-                    removed += 1
-                except OSError:
-                    pass
-        return removed
+        return remove_where(self.library_folder(library_id), lambda name: SUFFIX in name and condition(name))
 
     def set_aside(self, entry: str) -> None:
         """Keep a damaged file for a look, out of the way (where it can be renamed)."""
-        try:
-            set_aside(entry)
-        except OSError:
-            pass
+        set_aside_if_can(entry)

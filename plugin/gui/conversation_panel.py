@@ -52,6 +52,8 @@ from calibre_plugins.bookai.gui.worker import run_in_thread, stream_in_thread
 from calibre_plugins.bookai.providers.registry import PROVIDERS, chosen_provider, get_provider
 
 if TYPE_CHECKING:
+    from calibre.db.cache import Cache
+
     from calibre_plugins.bookai.providers.base import AIProviderPlugin
 
 load_translations()
@@ -150,6 +152,8 @@ class ConversationPanel(QWidget):
             self.recap = RecapFlow(self)
             self.recap_button = self.button(_('Story so &far'), lambda: self.recap.start(),
                                             _('A recap of the book up to where you are, citing its passages'))
+        self.series_button: QPushButton | None = None  # offer_series()
+        self.series_problem = ''  # why there is no "Previously in the series", in words
         self.preview_button = self.button(_('&What will be sent'), self.show_preview,
                                           _('The exact messages the next question sends, and where'))
         self.settings_button = self.button(_('Se&ttings'), self.show_settings)
@@ -159,6 +163,24 @@ class ConversationPanel(QWidget):
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.status)
+
+    def offer_series(self, db_of: 'Callable[[], Cache]', book_id: int, series: str, count: int | None) -> None:
+        """"Previously in the series" beside Story so far, for book_id of the library db_of() opens (in a
+        thread, when the reader asks), in series, after count books of it the library holds (None: not
+        known until asked): disabled, its tooltip saying why, for a book in no series or the first."""
+        if self.recap_button is None or self.series_button is not None:
+            return
+        b = self.series_button = QPushButton(_('Prev&iously in the series'), self)
+        b.setAutoDefault(False)
+        b.clicked.connect(lambda: self.recap.start_series(db_of, book_id))
+        self.bar.insertWidget(self.bar.indexOf(self.recap_button) + 1, b)
+        if not series:
+            self.series_problem = _('This book is not in a series.')
+        elif count == 0:
+            self.series_problem = _('The library holds no earlier book of the series {series}.').format(series=series)
+        b.setToolTip(self.series_problem or _('A recap of the earlier books of {series} that the library holds, '
+                                              'citing their passages').format(series=series))
+        self.update_state()
 
     def button(self, text: str, slot: Callable[[], object], tip: str = '') -> QPushButton:
         b = QPushButton(text, self)
@@ -227,6 +249,8 @@ class ConversationPanel(QWidget):
         self.accuracy_notice.setVisible(has_answers and not streaming)
         if self.recap_button is not None:
             self.recap_button.setEnabled(not streaming)
+        if self.series_button is not None:
+            self.series_button.setEnabled(not streaming and not self.series_problem)
         provider = self.provider
         parts = []
         if provider is not None:

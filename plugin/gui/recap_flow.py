@@ -9,21 +9,31 @@ the reader's consent asked the first time for the book. The chapter summaries st
 then made in a thread, with their progress in the panel's status line; Stop ends them, and those
 made are kept. The recap itself is then sent as the panel sends a question: it streams into the
 chat, its [n] citations are links, and the conversation is kept in the History.
+
+"Recap since you last read" (the viewer's offer after a break) is start() from an earlier place;
+"Previously in the series" is start_series(): the earlier books of the series that the library
+holds, read in the thread, then planned and sent the same way, with one consent for all of them.
 """
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from qt.core import QCheckBox, QMessageBox, QObject, pyqtSignal
 
-from calibre_plugins.bookai.conversation.recap import RecapJob, book_source, needs_consent, remember_consent
+from calibre_plugins.bookai.conversation.last_read import since_place
+from calibre_plugins.bookai.conversation.recap import (
+    RecapJob, book_source, needs_consent, remember_consent, series_job,
+)
 from calibre_plugins.bookai.conversation.summaries import BookKey, SummaryRun
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import ContextTooLong
 from calibre_plugins.bookai.core.messages import Answer
 from calibre_plugins.bookai.grounding.so_far import read_until
-from calibre_plugins.bookai.gui.worker import run_in_thread
+from calibre_plugins.bookai.gui.worker import emitter, run_while
 
 if TYPE_CHECKING:
+    from calibre.db.cache import Cache
+
     from calibre_plugins.bookai.gui.book_text import BookText
     from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel
     from calibre_plugins.bookai.gui.passages import Grounding
@@ -44,9 +54,11 @@ class RecapFlow(QObject):
         self.progressed.connect(self.show_progress)
         panel.answered.connect(self.on_answered)
 
-    def start(self, since: float | None = None) -> bool:
+    def start(self, since: float | None = None, since_cfi: str = '') -> bool:
         """The story so far up to the reader's place; with since (an earlier place, a fraction of the
-        book), what was read since it. False when nothing could start (the panel says why)."""
+        book) or since_cfi (one as the viewer gives it), what was read since it; an earlier place
+        not before the reader's (last_read.since_place) gives the story so far. False when nothing
+        could start (the panel says why)."""
         panel, grounding = self.panel, self.panel.grounding
         if grounding is None or panel.streaming:
             return False
@@ -68,50 +80,79 @@ class RecapFlow(QObject):
             if position is None:
                 panel.stop_waiting(token)
                 return panel.say_no_place()
-            if since is not None and since >= position:
+            earlier = since
+            if since_cfi:
+                offset = text.book.offset_of_cfi(since_cfi)
+                earlier = since_place(None if offset is None else text.book.fraction(offset), position)
+            if earlier is not None and earlier >= position:
                 panel.stop_waiting(token)
                 return panel.show_notice(_('You have not read further since then: there is nothing new to recap.'))
-            self.plan(provider, text, position, since, token)
+            read, at = text, position  # not None, in the closure too
+            self.plan(provider, lambda cancel: (self.book_job(provider, read, at, earlier), []), token)
         source.load(loaded)
         return True
 
-    def plan(self, provider: 'AIProviderPlugin', text: 'BookText', position: float, since: float | None,
-             token: object) -> None:
+    def start_series(self, db_of: 'Callable[[], Cache]', book_id: int) -> bool:
+        """Previously in the series of book_id (a book of the library db_of() opens, in the thread):
+        its earlier books the library holds, as the command line's recap --series makes it
+        (conversation.recap.series_job). False when nothing could start (the panel says why)."""
         panel = self.panel
-        book = panel.conv.books[0] if panel.conv.books else None
+        if panel.streaming:
+            return False
+        ready = panel.ready_provider()
+        if ready is None:
+            return False
+        provider: 'AIProviderPlugin' = ready
+        title = panel.conv.books[0].title if panel.conv.books else ''
+        token = panel.start_waiting(_('Reading the earlier books of the series…'))
+        self.plan(provider, lambda cancel: series_job(provider, panel.conv, db_of(), book_id, title), token)
+        return True
+
+    def book_job(self, provider: 'AIProviderPlugin', text: 'BookText', position: float,
+                 since: float | None) -> RecapJob:
+        book = self.panel.conv.books[0] if self.panel.conv.books else None
         about = (f'{book.title} by {book.authors_text}' if book.authors else book.title) if book else ''
-        job = RecapJob(provider, panel.conv, [book_source(BookKey(text.library_id, text.book_id, text.fmt),
-                                                          text.book, position, about)],
-                       'since' if since is not None else 'story',
-                       read_until(text.book, since) if since is not None else 0)
+        return RecapJob(provider, self.panel.conv, [book_source(BookKey(text.library_id, text.book_id, text.fmt),
+                                                                text.book, position, about)],
+                        'since' if since is not None else 'story',
+                        read_until(text.book, since) if since is not None else 0)
+
+    def plan(self, provider: 'AIProviderPlugin', make: 'Callable[[CancelToken], tuple[RecapJob, list[str]]]',
+             token: object) -> None:
+        """make(cancel) the job (and what it left out, in words) and plan it in a thread; then its
+        notices, what will be sent, the reader's consent, the summaries."""
+        panel = self.panel
         panel.loading_cancel = cancel = CancelToken()
 
-        def work() -> str:
+        def work() -> tuple[RecapJob, list[str], str]:
+            job, left_out = make(cancel)
             job.prepare(cancel)
-            return job.described()
+            return job, left_out, job.described()
 
-        def planned(described: str | None, exc: BaseException | None) -> None:
-            if not panel.waiting_for(token):
-                return
-            if exc is not None or described is None:
+        def planned(result: tuple[RecapJob, list[str], str] | None, exc: BaseException | None) -> None:
+            if exc is not None or result is None:
                 panel.stop_waiting(token)
                 if exc is not None and not isinstance(exc, Cancelled):  # NoRecap, ProviderError...: in words
                     panel.show_notice(str(exc))
                 return None
-            for notice in job.ready_plan().notices:
+            job, left_out, described = result
+            for notice in (*left_out, *job.ready_plan().notices):
                 panel.show_notice(notice)
             if needs_consent(provider, job.consent_keys) and not self.consented(provider, job, described):
                 panel.stop_waiting(token)
                 return panel.show_notice(_('Nothing was sent.'))
             panel.show_notice(described)
             self.summarize(provider, job, cancel, token)
-        run_in_thread(work, planned, self)
+        run_while(lambda: panel.waiting_for(token), work, planned, self)
 
     def consented(self, provider: 'AIProviderPlugin', job: RecapJob, described: str) -> bool:
         """The reader's yes to sending the book's text to provider, not on this computer; with
         "Don't ask again for this book" kept."""
-        box = QMessageBox(QMessageBox.Icon.Question, _('The story so far'), _(
-            'The recap sends the text of the book you have read, or summaries of it, to {provider}.').format(
+        series = job.kind == 'series'
+        box = QMessageBox(QMessageBox.Icon.Question, _('Previously in the series') if series else _(
+            'The story so far'), (_('The recap sends the text of the earlier books of the series, or summaries of '
+                                    'them, to {provider}.') if series else _(
+            'The recap sends the text of the book you have read, or summaries of it, to {provider}.')).format(
             provider=provider.display_name), QMessageBox.StandardButton.Cancel, self.panel)
         box.setInformativeText(described)
         send = box.addButton(_('&Send'), QMessageBox.ButtonRole.AcceptRole)
@@ -128,12 +169,12 @@ class RecapFlow(QObject):
     def summarize(self, provider: 'AIProviderPlugin', job: RecapJob, cancel: CancelToken, token: object) -> None:
         panel = self.panel
 
+        progress = emitter(self.progressed)  # in the thread: only emits
+
         def work() -> SummaryRun:
-            return job.summarize(cancel, lambda done, total, chapter: self.progressed.emit(done, total, chapter))
+            return job.summarize(cancel, progress)
 
         def summarized(run: SummaryRun | None, exc: BaseException | None) -> None:
-            if not panel.waiting_for(token):
-                return
             panel.loading_cancel = None
             panel.stop_waiting(token)  # the status line is the panel's again
             if isinstance(exc, Cancelled):
@@ -147,7 +188,7 @@ class RecapFlow(QObject):
             self.sent = (provider, job)
             if not panel.send(provider, job.question()):
                 self.sent = None
-        run_in_thread(work, summarized, self)
+        run_while(lambda: panel.waiting_for(token), work, summarized, self)
 
     def on_answered(self, answer: Answer) -> None:
         """A model that read less than it says it can ("context too long") gets the recap again with

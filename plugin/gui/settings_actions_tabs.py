@@ -12,7 +12,7 @@ from calibre.constants import numeric_version
 from qt.core import (
     QAbstractItemView, QColor, QComboBox, QDialog, QFont, QFormLayout, QHBoxLayout, QIcon, QLabel, QLineEdit,
     QListWidget, QListWidgetItem, QPainter, QPainterPath, QPalette, QPen, QPixmap, QPlainTextEdit, QPointF,
-    QPushButton, QRectF, Qt, QVBoxLayout, QWidget,
+    QPushButton, QRectF, QSpinBox, Qt, QVBoxLayout, QWidget,
 )
 
 from calibre_plugins.bookai.conversation.actions import (
@@ -330,8 +330,9 @@ class LibraryActionsTab(ActionsTab):
 
 
 class ReadingTab(ActionsTab):
-    """The quick actions of the E-book viewer, about the text selected, the highlight style of notes, and
-    the text size of the chat (in the library's windows too)."""
+    """The quick actions of the E-book viewer, about the text selected, the highlight style of notes,
+    the text size of the chat (in the library's windows too), and after how many days away from a
+    book the viewer's panel offers a recap (conversation/last_read.py)."""
 
     def builtin(self) -> Sequence[QuickAction]:
         return viewer_actions_builtin()
@@ -385,6 +386,21 @@ class ReadingTab(ActionsTab):
         row.addWidget(self.text_size_box)
         row.addStretch(1)
         self.tab_layout.addLayout(row)
+        row = QHBoxLayout()
+        self.offer_box = QSpinBox(self)
+        self.offer_box.setRange(0, 365)
+        self.offer_box.setSuffix(' ' + _('days'))
+        self.offer_box.setSpecialValueText(_('Never'))
+        self.offer_box.setToolTip(_(
+            'When you open a book in the E-book viewer after this many days away from it, Book AI\'s panel offers a '
+            'recap since you last read. Nothing is sent until you click it. Never: no offer, and Book AI keeps no '
+            'record of when you read'))
+        label = QLabel(_('&Offer a recap when a book is opened after:'), self)
+        label.setBuddy(self.offer_box)
+        row.addWidget(label)
+        row.addWidget(self.offer_box)
+        row.addStretch(1)
+        self.tab_layout.addLayout(row)
 
     def load(self) -> None:
         super().load()
@@ -393,11 +409,14 @@ class ReadingTab(ActionsTab):
             self.highlight_box.addItem(self.highlight_icon(''), current.removeprefix('custom-'), current)
         self.highlight_box.setCurrentIndex(self.highlight_box.findData(current))
         self.text_size_box.setCurrentIndex(self.text_size_box.findData(chat_text_size()))
+        days = self.prefs['recap_offer_days']
+        self.offer_box.setValue(max(0, min(365, days if isinstance(days, int) else 7)))
 
     def save(self, prefs: 'JSONConfig') -> None:
         prefs['viewer_actions'] = self.editor.actions_pref()
         prefs['highlight_style'] = self.highlight_box.currentData() or ''
         prefs['chat_text_size'] = self.text_size_box.currentData()
+        prefs['recap_offer_days'] = self.offer_box.value()
 
     def highlight_icon(self, name: str) -> QIcon:
         """A small picture of a builtin highlight style: its colour, or its red line; blank for another name."""

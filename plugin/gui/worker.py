@@ -86,6 +86,28 @@ def run_in_thread(work: Callable[[], Any], on_done: Callable[[Any, Exception | N
     return relay
 
 
+def run_while(current: Callable[[], bool], work: Callable[[], Any],
+              on_done: Callable[[Any, Exception | None], object], parent: QObject) -> Relay:
+    """run_in_thread(), with on_done(result, exception) called only if current() (called first, on
+    the GUI thread: it may end the wait it checks) still says the wait the work belongs to is the
+    one going on; else (a Stop, a newer request) the result is dropped."""
+    def done(result: Any, exc: Exception | None) -> None:
+        if current():
+            on_done(result, exc)
+    return run_in_thread(work, done, parent)
+
+
+def emitter(signal: Any) -> Callable[..., None]:
+    """A progress callback for work in a thread: it emits signal (a bound pyqtSignal) with its
+    arguments, and does nothing once the signal's object is gone (nobody is waiting any more)."""
+    def emit(*args: Any) -> None:
+        try:
+            signal.emit(*args)
+        except RuntimeError:
+            pass
+    return emit
+
+
 class Steps(QObject):
     """run_in_steps()'s state: one item a turn of the GUI thread's event loop. A child of the
     object that asked: destroyed with it, it takes no more steps and calls nobody."""

@@ -33,7 +33,7 @@ from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.grounding.scopes import NoPlace, Place
 from calibre_plugins.bookai.gui.chat import MUTED_COLOR
 from calibre_plugins.bookai.gui.preview import destination
-from calibre_plugins.bookai.gui.worker import run_in_thread
+from calibre_plugins.bookai.gui.worker import emitter, run_while
 from calibre_plugins.bookai.providers.pricing import cost_text
 from calibre_plugins.bookai.providers.registry import chosen_provider
 
@@ -348,14 +348,12 @@ class XRayView(QWidget):
                 return key, cached_xray(text.book, position, key)
 
             def done(result: tuple[XRayKey, XRay] | None, exc: Exception | None) -> None:
-                if not self.end(token):
-                    return
                 if exc is not None or result is None:
                     return self.say(self.error_text(exc))
                 self.key = result[0]
                 self.show_xray(result[1])
                 self.say(said)
-            run_in_thread(work, done, self)
+            run_while(lambda: self.end(token), work, done, self)
         self.with_book(token, found)
 
     def error_text(self, exc: Exception | None) -> str:
@@ -510,8 +508,6 @@ class XRayView(QWidget):
                 return key, plan_xray(text.book, position, provider, key)
 
             def planned(result: tuple[XRayKey, Plan] | None, exc: Exception | None) -> None:
-                if not self.current(token):
-                    return
                 if exc is not None or result is None:
                     self.end(token)
                     return self.refresh(self.error_text(exc))
@@ -528,7 +524,7 @@ class XRayView(QWidget):
                     if d.dont_ask.isChecked():
                         remember_consent(book_key, provider)
                 self.make(token, provider, text.book, position, key, plan)
-            run_in_thread(work, planned, self)
+            run_while(lambda: self.current(token), work, planned, self)
         self.with_book(token, found)
 
     def make(self, token: object, provider: 'AIProviderPlugin', book: 'Book', position: float, key: XRayKey,
@@ -542,18 +538,12 @@ class XRayView(QWidget):
             self.progress.setValue(0)
             self.progress.setVisible(True)
 
-        def progress(done: int, total: int, title: str) -> None:  # in the thread: only emits
-            try:
-                self.progressed.emit(done, total, title)
-            except RuntimeError:  # the view is gone: nobody is waiting any more
-                pass
+        progress = emitter(self.progressed)  # in the thread: only emits
 
         def work() -> XRay:
             return build_xray(book, position, provider, key, cancel=cancel, progress=progress)
 
         def made(xray: XRay | None, exc: Exception | None) -> None:
-            if not self.end(token):
-                return
             if exc is not None or xray is None:
                 return self.refresh(self.error_text(exc))  # what was read is kept: shown
             self.show_xray(xray)
@@ -563,7 +553,7 @@ class XRayView(QWidget):
                                                         cost=cost_text(xray.usage.cost, provider.connection.is_local)))
             else:
                 self.say(plan.said())
-        run_in_thread(work, made, self)
+        run_while(lambda: self.end(token), work, made, self)
 
     def show_progress(self, done: int, total: int, title: str) -> None:
         if not self.building or self.closed:

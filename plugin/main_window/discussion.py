@@ -85,6 +85,10 @@ class DiscussionWindow(PanelDialog):
             grounding=grounding, parent=self)
         self.panel.state_changed.connect(self.streaming_changed)
         chat_layout.addWidget(self.panel, 1)
+        if grounding is not None:  # "Previously in the series", beside Story so far
+            from calibre_plugins.bookai.conversation.recap import earlier_in_series
+            db, book_id = self.library.db, conversation.books[0].book_id
+            self.panel.offer_series(lambda: db, book_id, *earlier_in_series(db, book_id))
         if self.tabs is not None and grounding is not None:
             self.tabs.addTab(chat, _('Chat'))
             self.xray = XRayView(grounding, lambda: answer_language(self.conv.books), settings=self.show_settings,

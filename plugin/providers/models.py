@@ -32,7 +32,7 @@ from calibre.constants import cache_dir
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.errors import Secrets, without_userinfo
-from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular, set_aside, write_private
+from calibre_plugins.bookai.core.files import NotRegular, TooBig, read_regular, set_aside_if_can, write_private
 from calibre_plugins.bookai.core.messages import money
 from calibre_plugins.bookai.core.printable import CONTROL, inert, one_line
 
@@ -229,10 +229,7 @@ def read_models_cache(path: str) -> list[Model] | None:
         fetched = float(fetched)  # OverflowError for a number past floats
         models = kept_models(models)  # held to what a fresh list is: an edited file, an older version's
     except (ValueError, KeyError, TypeError, OverflowError):
-        try:
-            set_aside(path)  # never over a copy set aside before
-        except OSError:
-            pass
+        set_aside_if_can(path)  # never over a copy set aside before
         return None
     return models if time.time() - fetched < MODELS_CACHE_SECONDS else None
 

@@ -258,6 +258,9 @@ DEFAULTS = {
     # the text size of the chat (the conversation shown in the library's windows and the viewer's
     # panel), in percent of calibre's own text: one of CHAT_TEXT_SIZES
     'chat_text_size': 100,
+    # the viewer's panel offers "Recap since you last read" when a book is opened after this many
+    # days (conversation/last_read.py); 0: never, and no record of when books were read is kept
+    'recap_offer_days': 7,
 }
 
 CHAT_TEXT_SIZES = (85, 100, 115, 130, 150)

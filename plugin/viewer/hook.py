@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from calibre.gui2.viewer.ui import EbookViewer
     from calibre.utils.config import JSONConfig
 
+    from calibre_plugins.bookai.conversation.last_read import LastRead
     from calibre_plugins.bookai.viewer.panel import AskPanel
 
 load_translations()
@@ -53,6 +54,7 @@ PROBLEM = 'Book AI: no Ask AI panel in this E-book viewer: {}'
 # (calibre 8.11+), Book AI's where Book AI makes it (see the module's docstring)
 CALIBRES_TAB_PREF, OWN_TAB_PREF = 'llm_lookup_tab_index', 'bookai_lookup_tab_index'
 WAIT_MS, WAIT_TRIES = 100, 600   # the viewer's window appears after the application: wait up to a minute
+KEEP_MS = 5000  # a place is kept in Book AI's record this long after the last page turned
 
 _installed = False
 
@@ -130,6 +132,9 @@ def attach(viewer: 'EbookViewer') -> None:
     placeholder.tab_index = tabs.addTab(placeholder, plugin_icon('bookai'), title)
     tabs.currentChanged.connect(lambda index: placeholder.shown() if tabs.widget(index) is placeholder else None)
     viewer.web_view.selection_changed.connect(placeholder.selection_changed, type=Qt.ConnectionType.QueuedConnection)
+    if hasattr(viewer.web_view, 'cfi_changed'):  # the reader's place, for the recap offered after a break
+        viewer.web_view.cfi_changed.connect(placeholder.place_changed)
+    QApplication.instance().aboutToQuit.connect(placeholder.keep_place)
     viewer.bookai_panel = placeholder
     remember_tab(viewer, tabs, placeholder, vprefs, pref)
 
@@ -160,7 +165,13 @@ def remember_tab(viewer: 'EbookViewer', tabs: QTabWidget, placeholder: 'Placehol
 
 
 class Placeholder(QWidget):
-    """The tab's widget: empty until first shown, then the panel (viewer.panel) inside it."""
+    """The tab's widget: empty until first shown, then the panel (viewer.panel) inside it.
+
+    It also follows the reader's place for Book AI's record of when and where each book was last
+    read (conversation/last_read.py), which the panel's "Recap since you last read" is offered
+    from: the place is only remembered until the panel is built, the book changes or the viewer
+    quits (nothing of Book AI is imported before); then the book's record is read (the earlier
+    reading, for the panel) before the place and the time are kept in it."""
 
     def __init__(self, viewer: 'EbookViewer') -> None:
         super().__init__()
@@ -168,6 +179,16 @@ class Placeholder(QWidget):
         self.panel: 'AskPanel | None' = None
         self.selected = ''
         self.annot: dict | None = None
+        self.book_path = ''  # the book the viewer shows, as its place was last reported
+        self.book = ('', 0, '', '')  # its library id, book id, format, path: the record's key
+        self.place = ''  # its place then (a CFI)
+        self.began = ''  # where the viewer opened it: where this reading began (a CFI)
+        self.earlier: 'LastRead | None' = None  # when and where it was last read before, once read
+        self.earlier_read = False
+        self.keep_timer = QTimer(self)
+        self.keep_timer.setSingleShot(True)
+        self.keep_timer.setInterval(KEEP_MS)
+        self.keep_timer.timeout.connect(self.keep_place)
         QVBoxLayout(self).setContentsMargins(0, 0, 0, 0)
 
     def showEvent(self, ev: QShowEvent) -> None:
@@ -182,9 +203,56 @@ class Placeholder(QWidget):
             self.panel = AskPanel(self.viewer, self)
             self.layout().addWidget(self.panel)
             self.panel.selection_changed(self.selected, self.annot)
+            if self.book_path:
+                self.keep_place()  # the earlier reading read first, for the panel's offer
+                self.panel.book_opened(self.earlier)
 
     def selection_changed(self, text: str | None, annot: dict | None = None, *rest: object) -> None:
         """The viewer's selection changed: kept for the panel, and passed to it once it is built."""
         self.selected, self.annot = text or '', annot
         if self.panel is not None:
             self.panel.selection_changed(self.selected, annot)
+
+    def place_changed(self, cfi: object) -> None:
+        """The viewer's place changed (a book opened, a page turned): remembered; kept in the record
+        a few seconds later once the panel is built (see the class's docstring)."""
+        if not isinstance(cfi, str) or not cfi.startswith('epubcfi('):
+            return
+        data = getattr(self.viewer, 'current_book_data', None) or {}
+        path = data.get('pathtoebook') or ''
+        if not path:
+            return
+        if path != self.book_path:  # another book: the one before kept where it was left
+            self.keep_place()
+            details = data.get('book_library_details') or {}
+            self.book_path, self.earlier, self.earlier_read = path, None, False
+            self.book = (str(details.get('library_id') or ''), int(details.get('book_id') or 0),
+                         str(details.get('fmt') or ''), path)
+            self.place = self.began = cfi
+            if self.panel is not None:
+                self.keep_place()
+                self.panel.book_opened(self.earlier)
+            return
+        self.place = cfi
+        if self.panel is not None:
+            self.keep_timer.start()
+
+    def keep_place(self) -> None:
+        """Keep the book's place and the time in the record (the earlier reading read from it first),
+        unless the reader turned the offer off. Never in the viewer's way: a problem is said once."""
+        self.keep_timer.stop()
+        if not self.book_path or not self.place:
+            return
+        try:
+            from calibre_plugins.bookai.conversation.last_read import LastReadRecord, book_key  # late: see above
+            from calibre_plugins.bookai.settings.prefs import plugin_prefs  # late: not before the panel or a new book
+            if plugin_prefs()['recap_offer_days'] <= 0:
+                return
+            record, key = LastReadRecord(), book_key(*self.book)
+            if not self.earlier_read:
+                self.earlier, self.earlier_read = record.get(key), True
+            record.put(key, self.place, began=self.began)
+        except Exception as e:  # a full disk, a folder not writable: the viewer goes on, without the record
+            if not getattr(self, 'keep_problem_said', False):
+                self.keep_problem_said = True
+                print(f'Book AI: where this book was read could not be kept: {e}', file=sys.stderr, flush=True)

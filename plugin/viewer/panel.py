@@ -16,17 +16,24 @@ then it stays, and the next quick action (or New chat) is about the new text.
 passages before the reader's place that name it; the X-Ray tab shows that entity too.
 The X-Ray tab (gui.xray_view) holds the characters, places and terms met so far.
 
+A book opened after a break (the reader's days, conversation.last_read) gets a line offering
+"Recap since you last read": nothing is sent until the reader clicks it. A book of a library in a
+series gets "Previously in the series" beside Story so far (gui.recap_flow).
+
 Save as note: the conversation, or one reply, becomes the note of the highlight
 under the selection; without one, a highlight is made. An existing note is
 appended to, never replaced.
 """
 
+import os
+import time
 from collections.abc import Callable
 from html import escape
 from typing import TYPE_CHECKING
 
 from qt.core import (
-    QApplication, QEvent, QGridLayout, QKeyEvent, QLabel, QPushButton, Qt, QTabWidget, QTimer, QVBoxLayout, QWidget,
+    QApplication, QEvent, QGridLayout, QHBoxLayout, QKeyEvent, QLabel, QPushButton, Qt, QTabWidget, QTimer,
+    QToolButton, QVBoxLayout, QWidget,
 )
 
 from calibre_plugins.bookai.conversation.actions import (
@@ -34,6 +41,7 @@ from calibre_plugins.bookai.conversation.actions import (
 )
 from calibre_plugins.bookai.conversation.books import BookInfo, answer_language
 from calibre_plugins.bookai.conversation.conversation import Conversation
+from calibre_plugins.bookai.conversation.last_read import LastRead, Offer, recap_offer
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.notes import note_markdown
 from calibre_plugins.bookai.conversation.prompts import selected_for_prompt
@@ -52,6 +60,7 @@ from calibre_plugins.bookai.gui.xray_view import XRayView, no_place_text
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
+    from calibre.db.cache import Cache
     from calibre.gui2.viewer.ui import EbookViewer
 
     from calibre_plugins.bookai.gui.book_text import BookText
@@ -89,6 +98,7 @@ class AskPanel(QWidget):
         self.chat_tab = chat = QWidget(self.tabs)
         chat_layout = QVBoxLayout(chat)
         chat_layout.setContentsMargins(0, 4, 0, 0)
+        self.setup_offer(chat, chat_layout)
         self.selection_label = QLabel(chat)
         self.selection_label.setWordWrap(True)
         chat_layout.addWidget(self.selection_label)
@@ -107,6 +117,7 @@ class AskPanel(QWidget):
             intro=self.intro, prepare=self.prepare, grounding=grounding, parent=chat)
         self.panel.state_changed.connect(self.streaming_changed)
         chat_layout.addWidget(self.panel, 1)
+        self.offer_series()
         self.tabs.addTab(chat, _('Chat'))
         self.xray = XRayView(grounding, lambda: answer_language([self.book()]), settings=self.show_settings,
                              parent=self.tabs)
@@ -117,6 +128,66 @@ class AskPanel(QWidget):
         self.fill_quick_actions()
         self.panel.show_conversation()
         self.show_selection()
+
+    def setup_offer(self, parent: QWidget, layout: QVBoxLayout) -> None:
+        """The line that offers "Recap since you last read" after a break (book_opened): hidden until then."""
+        self.offered: Offer | None = None
+        self.offer_row = row = QWidget(parent)
+        h = QHBoxLayout(row)
+        h.setContentsMargins(0, 0, 0, 0)
+        self.offer_label = QLabel(row)
+        self.offer_label.setWordWrap(True)
+        h.addWidget(self.offer_label, 1)
+        self.offer_button = QPushButton(_('Recap since you last read'), row)
+        self.offer_button.setAutoDefault(False)
+        self.offer_button.setToolTip(_('A recap of the story up to where you are, citing its passages: nothing is '
+                                       'sent until you click'))
+        self.offer_button.clicked.connect(self.recap_since)
+        h.addWidget(self.offer_button)
+        self.offer_dismiss = QToolButton(row)
+        self.offer_dismiss.setText('\u2715')
+        self.offer_dismiss.setToolTip(_('Not now'))
+        self.offer_dismiss.clicked.connect(self.dismiss_offer)
+        h.addWidget(self.offer_dismiss)
+        row.setVisible(False)
+        layout.addWidget(row)
+
+    def offer_series(self) -> None:
+        """A book of a library in a series (as the viewer's metadata of it says): "Previously in the
+        series" beside Story so far. The library is opened only when the reader asks, in the recap's
+        thread, read-only (calibre works on a copy of its database: the library is not changed); a
+        book from outside a library has none."""
+        data = getattr(self.viewer, 'current_book_data', None) or {}
+        details, mi = data.get('book_library_details') or {}, data.get('metadata') or {}
+        dbpath, book_id = details.get('dbpath') or '', int(details.get('book_id') or 0)
+        if not dbpath or not book_id:
+            return
+        series = mi.get('series') if isinstance(mi, dict) else getattr(mi, 'series', '')
+
+        def library() -> 'Cache':
+            from calibre.library import db  # late: only when the reader asks
+            return db(os.path.dirname(dbpath), read_only=True).new_api
+        self.panel.offer_series(library, book_id, series if isinstance(series, str) else '', None)
+
+    def book_opened(self, earlier: 'LastRead | None') -> None:
+        """A book was opened, last read earlier (None: not known): the offer of a recap, after a
+        break as long as the reader's setting (last_read.recap_offer); nothing is sent."""
+        self.offered = recap_offer(earlier, time.time(), plugin_prefs()['recap_offer_days'])
+        if self.offered is not None:
+            self.offer_label.setText(ngettext('You last read this book {days} day ago.',
+                                              'You last read this book {days} days ago.',
+                                              self.offered.days).format(days=self.offered.days))
+        self.offer_row.setVisible(self.offered is not None)
+
+    def recap_since(self) -> None:
+        """The reader took the offer: the recap since the place they were at last time (the story so
+        far when it is not before the place now), sent as Story so far sends it."""
+        if self.offered is not None and self.panel.recap.start(since_cfi=self.offered.cfi):
+            self.dismiss_offer()
+
+    def dismiss_offer(self) -> None:
+        self.offered = None
+        self.offer_row.setVisible(False)
 
     # the book and the selection {{{
 

@@ -91,13 +91,18 @@ def test_forget_everything_with_the_keys_in_the_keyring(gnome_keyring, kept, lib
     assert tree(library) == library_before
 
 
-def test_forget_everything_with_the_keys_in_the_file(no_session_bus, kept, prefs):
+def test_forget_everything_with_the_keys_in_the_file(no_session_bus, kept, prefs, tmp_path):
     history, cache, summaries = kept
     rel = f'plugins/bookai-secrets-test-{uuid.uuid4().hex}'
     store = SecretStore(rel)
     store.set('gemini', 'api_key', 'gemini-key-0123456789')
-    done = forget_everything(store, history.folder, cache.folder, prefs, summary_folder=summaries.folder)
+    from calibre_plugins.bookai.conversation.last_read import LastReadRecord
+    record = LastReadRecord(str(tmp_path / 'last-read.json'))
+    record.put('a-book', 'epubcfi(/6/4)')
+    done = forget_everything(store, history.folder, cache.folder, prefs, summary_folder=summaries.folder,
+                             last_read_file=record.path)
     assert (done.keys, done.conversations, done.cached_books, done.book_choices, done.summaries) == (1, 2, 1, 3, 1)
+    assert not os.path.exists(record.path)  # when and where books were read in the viewer
     assert private_config(rel) == {}
     assert not os.path.exists(history.folder) and not os.path.exists(cache.folder)
     assert not os.path.exists(summaries.folder)

@@ -23,7 +23,7 @@ from calibre_plugins.bookai.covers.styles import saved_styles, style_by_name
 from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
 from calibre_plugins.bookai.providers.pricing import PRICE_DATE
 from calibre_plugins.bookai.settings.secrets import secret_store
-from helpers.calibre_gui import shoot, wait_until
+from helpers.calibre_gui import shoot, wait_until, when_modal
 from helpers.scripted_server import Reply, ScriptedServer
 
 
@@ -299,13 +299,10 @@ def test_the_settings_button_opens_the_covers_tab(qapp, prefs):
     d = CoverDialog(book(), 1, 'lib', None)
     seen = []
 
-    def look():
-        w = QApplication.activeModalWidget()
-        if w is None:
-            return QTimer.singleShot(20, look)
+    def look(w):
         seen.append(w.settings.tabs.currentIndex() == w.settings.TABS.index('covers'))
         w.reject()
-    QTimer.singleShot(0, look)
+    when_modal(look)
     d.missing_page.settings_button.click()
     assert seen == [True]
     d.reject()

@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from qt.core import QDialog, QTimer, Qt
+from qt.core import QDialog, Qt
 
 from calibre_plugins.bookai.from_calibre import carry_over as calibre_settings
 from calibre_plugins.bookai.gui import carry_over_offer as from_calibre
@@ -15,6 +15,7 @@ from calibre_plugins.bookai.providers.registry import PROVIDERS
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import secret_store
 from helpers.calibre_ai import LLAMA_KEY, copy_recorded
+from helpers.calibre_gui import when_modal
 from helpers.project import PROJECT
 
 
@@ -204,13 +205,9 @@ def test_the_import_on_demand_reads_in_a_thread_and_offers(qapp, calibre_config,
     monkeypatch.setattr(from_calibre, 'read', where)
     shown = []
 
-    def answer():
-        d = qapp.activeModalWidget()
-        if d is None:
-            QTimer.singleShot(20, answer)
-            return
+    def answer(d):
         shown.append(d)
         d.reject()
-    QTimer.singleShot(0, answer)
+    when_modal(answer)
     assert from_calibre.offer_on_demand(None) is False
     assert threads == [False] and len(shown) == 1 and isinstance(shown[0], from_calibre.CalibreSettingsOffer)

@@ -7,7 +7,7 @@ import re
 import shutil
 
 import pytest
-from qt.core import QAbstractButton, QApplication, QDialog, QGroupBox, QLabel, QLineEdit, QTimer, QWidget
+from qt.core import QAbstractButton, QDialog, QGroupBox, QLabel, QLineEdit, QWidget
 
 from calibre_plugins.bookai.conversation.actions import (
     TEMPLATE_VARIABLES, VIEWER_VARIABLES, library_actions, library_actions_builtin, viewer_actions,
@@ -22,7 +22,7 @@ from calibre_plugins.bookai.providers.registry import PROVIDERS
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 from calibre_plugins.bookai.settings.secrets import secret_store
 from helpers.books import quick_start_epub
-from helpers.calibre_gui import shoot
+from helpers.calibre_gui import shoot, when_modal
 
 SMALLEST = 8000  # bytes: a smaller picture of a tab is an empty one
 TABS = ('provider', 'library-actions', 'reading', 'book-fields', 'sent-to-the-ai', 'save-to-book', 'covers')
@@ -58,16 +58,13 @@ def answer_dialog(qapp, fill):
     """Run fill(dialog) on the next modal dialog, once it is shown; close it if fill fails."""
     errors = []
 
-    def run():
-        d = QApplication.activeModalWidget()
-        if d is None:
-            return QTimer.singleShot(10, run)
+    def run(d):
         try:
             fill(d)
         except BaseException as e:
             errors.append(e)
             d.reject()
-    QTimer.singleShot(0, run)
+    when_modal(run)
     return errors
 
 
@@ -689,3 +686,22 @@ def test_the_image_providers_own_settings(qapp, saved_prefs):
     assert w.provider_tab.config_widgets['grok'].values()['image_model'] == 'grok-2-image'  # the Provider tab shows it
     d.accept()
     assert saved_prefs['providers']['grok']['image_model'] == 'grok-2-image'
+
+
+def test_the_recap_offer_days(qapp, saved_prefs):
+    """After how many days away the viewer's panel offers a recap: 7 by default, 0 shown as Never; saved."""
+    w = shown(qapp, SettingsWidget())
+    w.tabs.setCurrentIndex(TABS.index('reading'))
+    box = w.reading_tab.offer_box
+    assert box.value() == 7 and 'Nothing is sent until you click' in box.toolTip()
+    box.setValue(0)
+    assert box.text() == 'Never'
+    w.commit()
+    assert saved_prefs['recap_offer_days'] == 0
+    w.close()
+    w = SettingsWidget()
+    assert w.reading_tab.offer_box.value() == 0
+    w.reading_tab.offer_box.setValue(30)
+    w.commit()
+    assert saved_prefs['recap_offer_days'] == 30
+    w.close()

@@ -10,7 +10,7 @@ import time
 
 from qt.core import QObject, QWidget, sip
 
-from calibre_plugins.bookai.gui.worker import run_in_steps, run_in_thread
+from calibre_plugins.bookai.gui.worker import emitter, run_in_steps, run_in_thread, run_while
 from helpers.calibre_gui import wait_until
 
 
@@ -113,3 +113,28 @@ def test_garbage_is_collected_on_the_gui_thread_once_a_thread_starts(qapp):
     assert finished == [None]
     wait_until(lambda: freed_on, timeout=30)  # calibre's collector, every 5 s, on the GUI thread
     assert freed_on == [True]  # freed, and there, not in the worker thread
+
+
+def test_a_result_is_delivered_only_while_its_wait_is_current(qapp):
+    """run_while: the result of a wait that is over (a Stop, a newer request) is dropped."""
+    from qt.core import pyqtSignal
+    owner = QWidget()
+    got = []
+    current = {'a': True, 'b': False}
+    for name in current:
+        run_while(lambda name=name: current[name], lambda name=name: name, lambda r, exc: got.append((r, exc)), owner)
+    wait_until(lambda: got)
+    for _i in range(20):
+        qapp.processEvents()
+        time.sleep(0.01)
+    assert got == [('a', None)]
+
+    class Reporter(QObject):
+        said = pyqtSignal(int, str)
+    reporter = Reporter()
+    heard = []
+    reporter.said.connect(lambda n, text: heard.append((n, text)))
+    say = emitter(reporter.said)
+    say(1, 'one')
+    assert heard == [(1, 'one')]
+    owner.deleteLater()

@@ -5,9 +5,9 @@
 import shutil
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from qt.core import QApplication, QEventLoop, QWidget
+from qt.core import QApplication, QEventLoop, QTimer, QWidget
 
 from helpers.project import PROJECT
 
@@ -59,6 +59,18 @@ def wait_until(condition: Callable[[], object], timeout: float = 120,
         if time.monotonic() > end:
             raise AssertionError(f'timed out waiting after {timeout:g} s' + (f': {state()!r}' if state else ''))
         time.sleep(0.005)
+
+
+def when_modal(act: Callable[[Any], object], kind: type = QWidget) -> None:
+    """Call act with the next modal dialog shown (of type kind), from Qt's events: armed before the
+    click that opens the dialog, which runs in an event loop of its own."""
+    def poll() -> None:
+        d = QApplication.activeModalWidget()
+        if not isinstance(d, kind):
+            QTimer.singleShot(50, poll)
+        else:
+            act(d)
+    QTimer.singleShot(50, poll)
 
 
 def shoot(widget: QWidget, path: Path, smallest: int, for_readme: bool = False) -> None:

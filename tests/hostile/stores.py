@@ -709,6 +709,35 @@ class ViewerAnnotations(FileSurface):
 # }}}
 
 
+class LastReadFile(FileSurface):
+    """When and where books were last read in the viewer (conversation/last_read.py), read when a
+    book is opened for the offer of a recap; a cache of Book AI's: a damaged one is set aside,
+    silently (the offer is only not made), and a new one begun, never over it."""
+
+    name = 'last-read.json'
+    bound = 'conversation.last_read:MAX_FILE_BYTES'
+    cache = True
+    quiet = True
+
+    def good_value(self, where: Path) -> Any:
+        last_read = plugin('conversation.last_read')
+        record = last_read.LastReadRecord(str(where / 'good-last-read.json'))
+        record.put(last_read.book_key('lib', 1, 'EPUB', ''), 'epubcfi(/6/4!/4/2/1:0)', 1_700_000_000.0)
+        return json.loads(Path(record.path).read_text(encoding='utf-8'))
+
+    def read(self, path: Path, where: Path, ctx: Context) -> Observed:
+        last_read = plugin('conversation.last_read')
+        record = last_read.LastReadRecord(str(path))
+        books = record.read()
+        seen = Observed(facts={'count': len(books)})
+        seen.shown = [b.cfi for b in books.values()]
+        seen.facts['numbers'] = [b.seen for b in books.values()]
+        offer = last_read.recap_offer(next(iter(books.values()), None), 1_800_000_000.0, 7)
+        seen.shown += [offer.cfi] if offer is not None else []
+        record.put(last_read.book_key('lib', 2, 'EPUB', ''), 'epubcfi(/6/8!/4/2/1:0)')
+        return seen
+
+
 class SummariesFile(FileSurface):
     """A book's chapter summaries (conversation/summaries.py), read for a recap, said when set aside,
     then a summary kept: written anew, never over a damaged file."""

@@ -63,6 +63,10 @@ def test_a_quick_action_on_the_selection(sandbox, plugin_zip, library, tiny, end
     assert report['stopped_finish'] == 'cancelled' and report['stopped_chars'] > 0
     endless.wait_log(r'cancel', start=log_start)
     assert (artifacts / 'viewer-panel.png').stat().st_size > 10_000
+    # where the book was read, and when, kept for the recap offered after a break (conversation/last_read.py)
+    kept = json.loads((sandbox.cache / 'bookai' / 'last-read.json').read_text())
+    (seen,) = kept['books'].values()
+    assert seen['cfi'].startswith('epubcfi(/') and seen['seen'] > 1_700_000_000
 
 
 @pytest.mark.parametrize('dock', ['open', 'closed'])

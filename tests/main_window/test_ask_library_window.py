@@ -7,14 +7,14 @@ import json
 import time
 
 import pytest
-from qt.core import QApplication, QEventLoop, QTimer, QUrl
+from qt.core import QApplication, QEventLoop, QUrl
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.main_window.ask_library import LibraryQuestionWindow
-from helpers.calibre_gui import stand_in_gui
+from helpers.calibre_gui import stand_in_gui, when_modal
 from helpers.library import LIGHTHOUSE_ID, ORCHARD_ID, make_library
 from helpers.peers import http, use_server
 from helpers.sandbox import Sandbox
@@ -80,13 +80,10 @@ def test_a_question_answered_from_the_books_found(qapp, prefs, library, tiny, ar
     w.panel.show_conversation()
     shown = []
 
-    def check():
-        d = QApplication.activeModalWidget()
-        if d is None:
-            return QTimer.singleShot(50, check)
+    def check(d):
         shown.append((d.where.text(), d.text.toPlainText()))
         d.open_button.click()
-    QTimer.singleShot(50, check)
+    when_modal(check)
     w.panel.chat.on_link(QUrl('bookai:cite/0/1'))
     assert shown == [('From The Keeper of the Lighthouse', passage_texts(turn.passages)[1])]
     (book_id, fmt, open_at), = w.gui.iactions['View'].opened

@@ -19,7 +19,7 @@ from calibre_plugins.bookai.covers.bulk import staged_runs
 from calibre_plugins.bookai.covers.undo import CoverUndo
 from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
 from calibre_plugins.bookai.main_window import cover_actions as covers
-from helpers.calibre_gui import shoot, stand_in_gui, wait_until
+from helpers.calibre_gui import shoot, stand_in_gui, wait_until, when_modal
 from helpers.library import make_library
 from helpers.scripted_server import Reply, ScriptedServer
 
@@ -149,16 +149,6 @@ def use_images(prefs, server, at_once=1):
     prefs['cover_requests_at_once'] = at_once
 
 
-def on_modal(kind, act):
-    """act(dialog) on the next modal dialog of type kind, once it is shown."""
-    def look():
-        w = QApplication.activeModalWidget()
-        if not isinstance(w, kind):
-            return QTimer.singleShot(20, look)
-        act(w)
-    QTimer.singleShot(0, look)
-
-
 def when(condition, then, timeout=60):
     """then() once condition() holds, polled on Qt's timer (inside a modal dialog's loop)."""
     end = time.monotonic() + timeout
@@ -173,7 +163,7 @@ def when(condition, then, timeout=60):
 
 
 def start_bulk(gui, ids):
-    on_modal(BulkCoverDialog, lambda d: d.generate_button.click())
+    when_modal(lambda d: d.generate_button.click(), BulkCoverDialog)
     job = covers.generate_covers(gui, ids)
     assert job is not None
     return job
@@ -210,7 +200,7 @@ def test_use_this_cover_then_undo(qapp, prefs, books, said):
             assert d.book_id == GUIDE and 'Quick Start Guide' in d.book_label.text()
             d.generate_button.click()
             when(lambda: not d.busy, d.use_button.click)
-        on_modal(CoverDialog, use)
+        when_modal(use, CoverDialog)
         covers.generate_cover(gui)
         wait_until(lambda: gui.library_view.refreshed, timeout=60, state=lambda: said)
         assert gui.library_view.refreshed == [[GUIDE]] and gui.browser_refreshed == 1
@@ -245,7 +235,7 @@ def test_cancel_mid_request_applies_nothing(qapp, prefs, books, said):
         def cancel(d):
             d.generate_button.click()
             when(lambda: server.received, d.reject)
-        on_modal(CoverDialog, cancel)
+        when_modal(cancel, CoverDialog)
         covers.generate_cover(gui)
         end = time.monotonic() + 1.5
         while time.monotonic() < end:
@@ -487,7 +477,7 @@ def test_no_image_from_outside_is_decoded_in_calibres_process(qapp, prefs, books
         def use(d):
             d.generate_button.click()
             when(lambda: not d.busy, d.use_button.click)
-        on_modal(CoverDialog, use)
+        when_modal(use, CoverDialog)
         covers.generate_cover(gui)
         wait_until(lambda: gui.library_view.refreshed, timeout=60, state=lambda: said)
         job = start_bulk(gui, [LIGHTHOUSE, ORCHARD])
@@ -595,7 +585,7 @@ def test_the_window_the_job_and_the_command_line_send_the_same_request(qapp, pre
         def generate(d):
             d.generate_button.click()
             when(lambda: not d.busy, d.reject)
-        on_modal(CoverDialog, generate)
+        when_modal(generate, CoverDialog)
         covers.generate_cover(gui)
         assert len(server.received) == 1, said
         start_bulk(gui, [GUIDE])

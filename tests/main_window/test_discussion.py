@@ -6,7 +6,7 @@ Save to book and the History."""
 import time
 
 import pytest
-from qt.core import QApplication, QTextDocument, QTimer
+from qt.core import QApplication, QTextDocument
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
@@ -14,7 +14,7 @@ from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.render import markdown_to_html
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from helpers.books import quick_start_epub
-from helpers.calibre_gui import wait_until
+from helpers.calibre_gui import wait_until, when_modal
 from helpers.peers import LlamaServer, direct_text, use_server
 
 TOKENS = 48
@@ -202,14 +202,11 @@ def test_nothing_is_sent_without_a_provider(qapp, prefs, books):
 
 
 def accept_next_dialog(check=None):
-    def accept():
-        d = QApplication.activeModalWidget()
-        if d is None:
-            return QTimer.singleShot(50, accept)
+    def accept(d):
         if check is not None:
             check(d)
         d.accept()
-    QTimer.singleShot(50, accept)
+    when_modal(accept)
 
 
 def test_an_online_provider_shows_what_will_be_sent_first(qapp, prefs, tiny, books, artifacts):

@@ -9,14 +9,14 @@ import json
 import os
 
 import pytest
-from qt.core import QApplication, QTimer, QUrl
+from qt.core import QUrl
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
-from helpers.calibre_gui import shoot, stand_in_gui, wait_until
+from helpers.calibre_gui import shoot, stand_in_gui, wait_until, when_modal
 from helpers.novel import EPUB
 from helpers.peers import use_server
 from helpers.scripted_model import NOVEL_ROSTER, ScriptedModel, roster_answer
@@ -118,14 +118,11 @@ def test_an_online_provider_asks_first_once_per_book(qapp, prefs, gui, novel_lib
             seen = []
 
             def answer(accept, dont_ask=False):
-                def act():
-                    d = QApplication.activeModalWidget()
-                    if d is None:
-                        return QTimer.singleShot(50, act)
+                def act(d):
                     seen.append((d.windowTitle(), d.summary.text()))
                     d.dont_ask.setChecked(dont_ask)
                     (d.accept if accept else d.reject)()
-                QTimer.singleShot(50, act)
+                when_modal(act)
             answer(False)
             build(x)
             assert len(seen) == 1 and x.status.text() == 'Nothing was sent.' and not model.requests

@@ -9,7 +9,7 @@ import json
 import os
 
 import pytest
-from qt.core import QApplication, QTimer, QUrl
+from qt.core import QUrl
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
@@ -18,7 +18,7 @@ from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from helpers.books import quick_start_epub
-from helpers.calibre_gui import stand_in_gui, wait_until
+from helpers.calibre_gui import stand_in_gui, wait_until, when_modal
 from helpers.peers import LlamaServer, RecordingProxy, direct_text, use_server
 from helpers.scripted_server import ScriptedServer
 
@@ -154,14 +154,11 @@ def test_citations_link_to_their_passages(qapp, prefs, gui, books, tiny, artifac
     assert 'bookai:cite/0/1' in html and 'bookai:cite/0/42' not in html and '42?' in w.panel.chat.toPlainText()
     shown = []
 
-    def check():
-        d = QApplication.activeModalWidget()
-        if d is None:
-            return QTimer.singleShot(50, check)
+    def check(d):
         shown.append((d.windowTitle(), d.text.toPlainText()))
         assert d.grab().save(str(artifacts / 'citation.png'))
         d.open_button.click()
-    QTimer.singleShot(50, check)
+    when_modal(check)
     w.panel.chat.on_link(QUrl('bookai:cite/0/1'))
     assert shown and shown[0][0] == 'Passage 1' and shown[0][1] == passage_texts(turn.passages)[1]
     (book_id, fmt, open_at), = gui.iactions['View'].opened
@@ -205,15 +202,12 @@ def test_consent_before_book_text_goes_to_an_online_provider(qapp, prefs, gui, b
         seen = []
 
         def answer(accept, dont_ask=False):
-            def act():
-                d = QApplication.activeModalWidget()
-                if d is None:
-                    return QTimer.singleShot(50, act)
+            def act(d):
                 seen.append((d.summary.text(), d.view.toPlainText(), d.dont_ask is not None))
                 if dont_ask:
                     d.dont_ask.setChecked(True)
                 (d.accept if accept else d.reject)()
-            QTimer.singleShot(50, act)
+            when_modal(act)
         answer(False)
         assert ask(w) is None  # cancelled: nothing sent, the question back in the box
         assert w.panel.question.toPlainText() == QUESTION
@@ -375,14 +369,11 @@ def test_everything_read_asks_its_own_consent_and_goes_once(qapp, prefs, gui, bo
             assert 'before they are sent' in w.panel.scope_row.note.text()
             seen = []
 
-            def act():
-                d = QApplication.activeModalWidget()
-                if d is None:
-                    return QTimer.singleShot(50, act)
+            def act(d):
                 seen.append(d.summary.text())
                 d.dont_ask.setChecked(True)
                 d.accept()
-            QTimer.singleShot(50, act)
+            when_modal(act)
             turn = ask(w, 'What has happened so far?')
             assert turn is not None and turn.answered, w.panel.chat.toPlainText()[-600:]
             assert len(seen) == 1 and 'About ' in seen[0] and 'tokens' in seen[0]

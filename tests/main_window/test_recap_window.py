@@ -10,16 +10,17 @@ import json
 import os
 
 import pytest
-from qt.core import QApplication, QMessageBox, QTimer
+from qt.core import QMessageBox
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
-from helpers.calibre_gui import stand_in_gui, wait_until
+from helpers.calibre_gui import stand_in_gui, wait_until, when_modal
 from helpers.peers import LlamaServer, RecordingProxy, use_server
 from helpers.sentinels import bodies_with_sentinels, epub_with_sentinel, place_before_sentinel
+from helpers.series import SAGA, saga_library
 
 TINY = ('--temp', '0', '-n', '16', '--override-kv', 'llama.context_length=int:65536')
 
@@ -73,6 +74,8 @@ def test_the_story_so_far_from_the_text_read(qapp, prefs, gui, novel):
         assert turn.spoiler_safe and turn.places and all(p.position <= place + 0.001 for p in turn.places)
         assert 'whole text read so far goes to the model' in w.panel.chat.toPlainText()
         assert proxy.chat_requests() and not bodies_with_sentinels(proxy.received)
+        b = w.panel.series_button  # a book in no series: no "Previously in the series", and why
+        assert b is not None and not b.isEnabled() and b.toolTip() == 'This book is not in a series.'
         sent = ' '.join(' '.join(m['content'] for m in proxy.chat_requests()[-1]['messages']).split())
         read = [' '.join(p.text.split()) for p in book.paragraphs if p.start + len(p.text) <= place * book.length - 1]
         assert read and all(text in sent for text in read[1:])
@@ -143,10 +146,7 @@ def test_an_online_provider_asks_first_and_nothing_goes_without_yes(qapp, prefs,
             asked, previews = [], []
 
             def answer(accept):
-                def act():
-                    box = QApplication.activeModalWidget()
-                    if box is None:
-                        return QTimer.singleShot(50, act)
+                def act(box):
                     if not isinstance(box, QMessageBox):  # What will be sent, as the settings say: after consent
                         previews.append(box.summary.text())
                         return box.accept()
@@ -155,10 +155,10 @@ def test_an_online_provider_asks_first_and_nothing_goes_without_yes(qapp, prefs,
                         box.checkBox().setChecked(True)
                         next(b for b in box.buttons() if box.buttonRole(b) == QMessageBox.ButtonRole.AcceptRole
                              ).click()
-                        QTimer.singleShot(50, act)  # and What will be sent, before the recap goes
+                        when_modal(act)  # and What will be sent, before the recap goes
                     else:
                         box.reject()
-                QTimer.singleShot(50, act)
+                when_modal(act)
             answer(False)
             w.panel.recap_button.click()
             wait_until(lambda: not w.panel.streaming and 'Nothing was sent.' in w.panel.chat.toPlainText())
@@ -171,3 +171,45 @@ def test_an_online_provider_asks_first_and_nothing_goes_without_yes(qapp, prefs,
             w.close()
         finally:
             secret_store().set('grok', 'api_key', '')
+
+
+@pytest.fixture
+def saga(sandbox, tmp_path):
+    """A library of a four-book series (helpers.series); (the library, its folder)."""
+    cache, lib = saga_library(sandbox, tmp_path)
+    return BookLibrary(cache, History(str(tmp_path / 'history'))), lib
+
+
+def test_previously_in_the_series_as_the_command_line_sends_it(qapp, prefs, gui, saga, cli):
+    """The discussion window about the third book: the earlier two go (their text to be summarized,
+    then the summaries), nothing of the third or the fourth; the recap request is the one
+    `recap --series` sends with the same settings."""
+    books, lib = saga
+    with LlamaServer('tiny', alias='tiny', ctx=65536, extra_args=TINY) as server, \
+            RecordingProxy(server.base_url) as proxy:
+        use_server(prefs, proxy.base_url)
+        first = window(gui, books)
+        b = first.panel.series_button
+        assert not b.isEnabled() and 'no earlier book of the series The Saga' in b.toolTip()  # the first book
+        first.close()
+        w = DiscussionWindow(books, Conversation.about(books, [3]), gui)
+        w.show()
+        assert w.panel.series_button.isEnabled()
+        w.panel.series_button.click()
+        wait_until(lambda: not w.panel.streaming and any(t.answered or t.error for t in w.panel.conv.turns),
+                   timeout=600)
+        turn = w.panel.conv.turns[-1]
+        assert turn.answered, w.panel.chat.toPlainText()[-800:]
+        asked = [' '.join(m['content'] for m in r['messages']) for r in proxy.chat_requests()]
+        assert any(SAGA[0][2] in text for text in asked) and any(SAGA[1][2] in text for text in asked)
+        assert not any('ZQX SENTINEL' in text for text in asked)
+        assert '## The First Voyage: ' in asked[-1] and '## The Second Voyage: ' in asked[-1]
+        assert {p.book_id for p in turn.places} <= {1, 2}
+        window_recap = proxy.chat_requests()[-1]
+        w.close()
+        assert cli('configure', 'openai_compatible', f'base_url={proxy.base_url}/v1', 'model=tiny',
+                   'temperature=0').returncode == 0
+        r = cli('recap', '--library', lib, '--book', '3', '--series')
+        assert r.returncode == 0, r
+        assert proxy.chat_requests()[-1] == window_recap
+        assert not bodies_with_sentinels(proxy.received)

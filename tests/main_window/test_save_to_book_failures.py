@@ -5,12 +5,12 @@ calibre's book list is refreshed for the books that changed only; a field change
 program meanwhile is left as that program wrote it, and said so."""
 
 import pytest
-from qt.core import QApplication, QTimer
 
 from calibre_plugins.bookai.conversation.conversation import Conversation, Turn
 from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
+from helpers.calibre_gui import when_modal
 
 
 @pytest.fixture
@@ -37,13 +37,10 @@ def answered(library) -> Conversation:
 
 
 def save_accepting(w):
-    def act():
-        d = QApplication.activeModalWidget()
-        if d is None:
-            return QTimer.singleShot(20, act)
+    def act(d):
         d.field_box.setCurrentIndex(d.field_box.findData('comments'))
         d.accept()
-    QTimer.singleShot(20, act)
+    when_modal(act)
     w.save_to_book(0)
 
 

@@ -9,7 +9,6 @@ import threading
 from datetime import datetime, timezone
 
 import pytest
-from qt.core import QApplication, QTimer
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.history import History
@@ -17,7 +16,7 @@ from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from calibre_plugins.bookai.conversation.notes import append_note
 from helpers.books import quick_start_epub
-from helpers.calibre_gui import wait_until
+from helpers.calibre_gui import wait_until, when_modal
 from helpers.peers import use_server
 
 
@@ -52,15 +51,6 @@ def answer_in(panel, question='Summarize it.'):
     return turn
 
 
-def on_next_dialog(then):
-    def act():
-        d = QApplication.activeModalWidget()
-        if d is None:
-            return QTimer.singleShot(20, act)
-        then(d)
-    QTimer.singleShot(20, act)
-
-
 @pytest.mark.parametrize('field', ['comments', '#aianswers', '#reviews'])
 def test_text_written_while_the_save_dialog_is_open_is_kept(qapp, prefs, books, field):
     db = books.db
@@ -76,7 +66,7 @@ def test_text_written_while_the_save_dialog_is_open_is_kept(qapp, prefs, books, 
         db.set_field(field, {1: db.field_for(field, 1) + ('\n\nWritten meanwhile.' if field == '#aianswers'
                                                             else '<p>Written meanwhile.</p>')})
         d.accept()
-    on_next_dialog(edit_elsewhere_then_save)
+    when_modal(edit_elsewhere_then_save)
     w.save_to_book(0)
     value = db.field_for(field, 1)
     assert value.index('Written before.') < value.index('Written meanwhile.') < value.index(turn.answer.split()[0])

@@ -4,10 +4,9 @@ opens, and at once when the reader changes it in the settings opened from the pa
 is Book AI's real one, around a stand-in for the viewer (helpers.calibre_gui.StandInViewer)."""
 
 import pytest
-from qt.core import QApplication, QTimer
 
 from helpers.books import quick_start_epub
-from helpers.calibre_gui import StandInViewer
+from helpers.calibre_gui import StandInViewer, when_modal
 
 
 def test_the_viewer_panels_chat_follows_the_text_size(qapp, prefs, artifacts):
@@ -24,10 +23,7 @@ def test_the_viewer_panels_chat_follows_the_text_size(qapp, prefs, artifacts):
     assert p.chat.document().defaultFont().pointSizeF() == pytest.approx(base * 1.15)
     errors = []
 
-    def choose_150():  # the reader, in the settings the panel opened
-        d = QApplication.activeModalWidget()
-        if d is None:
-            return QTimer.singleShot(10, choose_150)
+    def choose_150(d):  # the reader, in the settings the panel opened
         try:
             d.settings.show_tab('reading')
             box = d.settings.reading_tab.text_size_box
@@ -36,7 +32,7 @@ def test_the_viewer_panels_chat_follows_the_text_size(qapp, prefs, artifacts):
         except BaseException as e:
             errors.append(e)
             d.reject()
-    QTimer.singleShot(0, choose_150)
+    when_modal(choose_150)
     p.settings_button.click()
     assert not errors, errors
     assert prefs['chat_text_size'] == 150
