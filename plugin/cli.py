@@ -20,6 +20,9 @@
         the book's series), its paragraphs citing the passages; the text read whole when it fits the
         model, else the earlier chapters as summaries, made once and kept. The estimate of what goes
         is said first; an online provider gets a book's text the first time only with --yes
+    summaries --library PATH --book ID... [--provider NAME] [--model ID] [--position FRACTION] [--yes] [--json]
+        the chapters read to their end, up to the reader's place, summarized once per book and model and
+        kept (what the so-far scope, recap and xray use); a book with no place known gets nothing
     history search --library PATH [WORD...] [--json]
         the conversations kept for the library that hold every word, the best first
     history export --library PATH ID... [--format md|html] [--output FILE [--force]]
@@ -34,7 +37,8 @@ Exit codes: 0 done, 2 bad usage (also: book text asked for up to the reader's pl
 when no place is known; for recap, book text for an online provider without --yes; nothing
 is sent), 3 provider not configured (or, for ask-library, the library has no full-text index),
 4 provider error, 5 nothing in the library matches (for cover --undo: nothing to put back;
-for history: no conversation; for recap: nothing read, no earlier book), 6 the settings, the conversation
+for history: no conversation; for recap: nothing read, no earlier book; for summaries: nothing to
+summarize), 6 the settings, the conversation
 or a cover could not be written (the answer was given; a damaged settings file is kept
 under a new name first; a cover is not put on a book whose old cover could not be kept
 for Undo), 7 one of calibre's
@@ -221,6 +225,7 @@ def parser() -> Parser:
     add_history(sub)
     add_xray(sub)
     add_recap(sub)
+    add_summaries(sub)
     return p
 
 
@@ -264,7 +269,7 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         args = p.parse_args(argv)
         if not args.command:
             raise Exit(USAGE, _('Name a command: providers, models, configure, ask, ask-library, '
-                                'import-calibre, cover, history, recap or xray.'))
+                                'import-calibre, cover, history, recap, summaries or xray.'))
         settings_problems(stderr)
         return COMMANDS[args.command](args, stdin, stdout)
     except Exit as e:
@@ -519,8 +524,13 @@ def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str, co
                 raise Exit(STOPPED, _('Stopped.')) from None
         vectors = book_meaning(provider, args.scope, index, text)
         embedding_index, question_vector = vectors or (None, None)
+        summaries = None
+        if provider is not None and args.scope == 'so-far':  # the summaries kept, when the text read does not fit
+            from calibre_plugins.bookai.conversation.recap import SoFarSummaries  # the so-far scope only
+            from calibre_plugins.bookai.conversation.summaries import BookKey
+            summaries = SoFarSummaries(provider, BookKey(db.library_id, book_id, fmt), args.model or '')
         return book_question(text, args.scope, book, index, position, args.text or '', None, embedding_index,
-                             question_vector, room)
+                             question_vector, room, summaries)
     except NoPlace:
         raise Exit(USAGE, _('Book AI does not know where you are in this book, so it cannot keep to what you have '
                             'read: give your place with --position FRACTION, or open the book in calibre\'s E-book '
@@ -1268,6 +1278,93 @@ def show_place_citations(answer: str, question: Question, as_json: bool, stdout:
 # }}}
 
 
+# summaries {{{
+
+def add_summaries(sub: 'argparse._SubParsersAction') -> None:
+    r = sub.add_parser('summaries', help=_('Summarize the chapters read of books, up to where you are, and keep the '
+                                           'summaries'),
+                       description=_('The chapters read to their end, each summarized once per book and model and '
+                                     'kept, as the Make chapter summaries job does: "Everything up to where I am", '
+                                     'the story so far and the X-Ray then find them made. Nothing after your place '
+                                     'is sent; a book whose place is not known gets nothing. What will be sent, and '
+                                     'its cost, is said first.'))
+    r.add_argument('--library', required=True, metavar='PATH', help=_('The calibre library folder'))
+    r.add_argument('--book', required=True, type=int, action='append', metavar='ID',
+                   help=_('The book id (repeatable)'))
+    r.add_argument('--provider', metavar='NAME', help=_('Instead of the provider chosen in the settings'))
+    r.add_argument('--model', metavar='ID', help=_('Instead of the configured model'))
+    r.add_argument('--position', type=float, metavar='FRACTION', help=_('The reading position, as a fraction of the '
+                                                                        'book (default: where the viewer last was)'))
+    r.add_argument('--yes', action='store_true', help=_("Send the books' text to an online provider: asked the first "
+                                                        'time for each book, after the estimate is shown'))
+    r.add_argument('--json', action='store_true', help=_('One JSON event per line: estimate, book, progress, done'))
+
+
+def cmd_summaries(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    """summaries: the chapters read of books summarized and kept (conversation/library_summaries.py)."""
+    if args.position is not None and not 0 <= args.position <= 1:
+        raise Exit(USAGE, _('--position is a fraction of the book, from 0 to 1.'))
+    return in_library(args, summaries, stdout)
+
+
+def summaries(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
+    # the summaries command only
+    from calibre_plugins.bookai.conversation import library_summaries as ls
+    from calibre_plugins.bookai.conversation.recap import needs_consent, remember_consent
+    missing = [b for b in args.book if not library.has_book(b)]
+    if missing:
+        raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
+    provider = provider_for(args)
+    cancel = CancelToken()
+
+    def log(line: str) -> None:
+        if args.json:
+            emit(stdout, {'type': 'book', 'text': line})
+        else:
+            say(sys.stderr, line)
+
+    def progress(fraction: float, text: str) -> None:
+        if args.json:
+            emit(stdout, {'type': 'progress', 'fraction': round(fraction, 4), 'text': text})
+        else:
+            say(sys.stderr, f'{fraction:.0%} {text}')
+    try:
+        with ctrl_c_cancels(cancel):
+            plans = ls.plan_books(library.db, args.book, provider, args.model or '', cancel, position=args.position)
+            estimate = ls.estimate_books(plans, provider)
+            if args.json:
+                emit(stdout, {'type': 'estimate', 'requests': estimate.requests, 'input_tokens': estimate.input_tokens,
+                              'output_tokens': estimate.output_tokens, 'local': estimate.local,
+                              'cost': estimate.cost.amount if estimate.cost else None})
+            if plans.requests:
+                say(sys.stderr, ls.described(plans, estimate))
+                if needs_consent(provider, plans.consent_keys):
+                    if not args.yes:
+                        raise Exit(USAGE, _("{provider} is online: the books' text goes to it only with your consent. "
+                                            'Add --yes to send it (asked once for each book). Nothing was '
+                                            'sent.').format(provider=provider.display_name))
+                    with written(plugin_prefs()):
+                        remember_consent(provider, plans.consent_keys)
+            run = ls.make_summaries(plans, provider, cancel, progress, log)
+    except ProviderError as e:
+        raise Exit(PROVIDER_ERROR, str(e)) from None
+    except Cancelled:
+        raise Exit(STOPPED, _('Stopped: the summaries made so far are kept.')) from None
+    if args.json:
+        emit(stdout, {'type': 'done', 'made': run.made, 'kept_already': run.found, 'stopped': run.stopped,
+                      'skipped': run.skipped, 'failed': run.failed, 'error': run.error,
+                      'cost': run.cost.amount if run.cost else None})
+    else:
+        say(stdout, run.said())
+    if run.stopped:
+        return STOPPED
+    if run.error:
+        return PROVIDER_ERROR
+    return OK if run.made or run.found else NOTHING_FOUND
+
+# }}}
+
+
 COMMANDS = {'providers': cmd_providers, 'models': cmd_models, 'configure': cmd_configure, 'ask': cmd_ask,
             'ask-library': cmd_ask_library, 'import-calibre': cmd_import_calibre, 'cover': cmd_cover,
-            'history': cmd_history, 'xray': cmd_xray, 'recap': cmd_recap}
+            'history': cmd_history, 'xray': cmd_xray, 'recap': cmd_recap, 'summaries': cmd_summaries}

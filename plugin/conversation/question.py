@@ -21,7 +21,7 @@ is built: in a thread in the windows), never more.
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from calibre_plugins.bookai.conversation.prompts import library_block, passages_block
 from calibre_plugins.bookai.core.cancel import CancelToken
@@ -104,6 +104,7 @@ class Room:
     tokens: int
     why: str = ''
     sent: tuple[str, ...] = ()  # the passages already in the conversation: sent again, they cost nothing
+    model: str = ''             # the model it was learned for ('' when not said)
 
 
 def room_in(window: int, messages: list[Message], sent: tuple[str, ...] = ()) -> Room:
@@ -138,27 +139,41 @@ def book_text_room(provider: 'AIProviderPlugin', conv: 'Conversation', question:
     if window is None:
         return None
     if not window.tokens:
-        return Room(0, 0, window.why)
-    return room_in(window.tokens, asking, tuple(t.passages for t in conv.turns if t.answered and t.passages))
+        return Room(0, 0, window.why, model=model)
+    return replace(room_in(window.tokens, asking, tuple(t.passages for t in conv.turns if t.answered and t.passages)),
+                   model=model)
 
 
 MEANING_FAILED = _('Passages could not be ranked by meaning ({error}); they are ranked by their words.')
 
 
+class SoFarFromSummaries(Protocol):
+    """What "Everything up to where I am" falls back to when the text read does not fit in the model's
+    room: the earlier chapters as the summaries kept for the book and the model, the chapter the
+    reader is inside in full (conversation/recap.py SoFarSummaries, which builds it as the story so
+    far does; a Protocol here, as recap.py builds on this module)."""
+
+    def question(self, text: str, book: Book, position: float, room: Room) -> 'Question | str':
+        """The Question, or why it cannot be made (a summary missing, too little room), in words."""
+
+
 def book_question(text: str, scope: str, book: Book, index: Index | None = None, position: float | None = None,
                   selection: str = '', budget: int | None = None, embedding_index: EmbeddingIndex | None = None,
-                  question_vector: list[float] | None = None, room: Room | None = None) -> Question:
+                  question_vector: list[float] | None = None, room: Room | None = None,
+                  summaries: SoFarFromSummaries | None = None) -> Question:
     """text, with the passages of book that scope sends (grounding.scopes): position is the
     reader's place (a fraction of the book, or None), selection the text selected, budget the
     most tokens of them (default: the reader's "Book text per question, at most"), never more
     than room, what the model has room for (book_text_room(); None: unknown, the budget holds).
     With an embedding_index of the book's passages and the question's vector, they are ranked
-    by meaning too. When none fits, only the book's details go, and the reader is told. Raises
-    NoPlace when the scope keeps to the reader's place and none is known: nothing is sent."""
+    by meaning too. When none fits, only the book's details go, and the reader is told. summaries:
+    for scope "so-far", the book's chapter summaries kept, sent when the text read does not fit.
+    Raises NoPlace when the scope keeps to the reader's place and none is known: nothing is sent."""
     if budget is None:
         budget = plugin_prefs()['book_text_budget']
     if scope == 'so-far':
-        return so_far_question(text, book, index, position, budget, embedding_index, question_vector, room)
+        return so_far_question(text, book, index, position, budget, embedding_index, question_vector, room,
+                               summaries)
     notices: tuple[str, ...] = ()
     if room is not None and room.why:
         notices = (_('Book AI could not learn how much the model reads at once ({why}); the passages keep to '
@@ -179,11 +194,13 @@ def book_question(text: str, scope: str, book: Book, index: Index | None = None,
 
 def so_far_question(text: str, book: Book, index: Index | None, position: float | None, budget: int,
                     embedding_index: EmbeddingIndex | None, question_vector: list[float] | None,
-                    room: Room | None) -> Question:
+                    room: Room | None, summaries: SoFarFromSummaries | None = None) -> Question:
     """text, with everything read up to position (scope "so-far"), numbered as passages are, when
     the model has room for all of it (room: book_text_room() asked with that scope) or it already
-    went with an earlier question of the conversation; else the passages that best match ("position"
-    within budget and room), and the reader is told why. Raises NoPlace without a place."""
+    went with an earlier question of the conversation; when it has not, the summaries of the earlier
+    chapters kept for the book and model, with the chapter the reader is inside in full (summaries,
+    when every one of them is kept); else the passages that best match ("position" within budget and
+    room), and the reader is told why. Raises NoPlace without a place."""
     check_place('so-far', position)
     read = passages_read(book, read_until(book, position))
     total = tokens_of(read)
@@ -210,12 +227,20 @@ def so_far_question(text: str, book: Book, index: Index | None, position: float 
         ranked = book_question(text, 'position', book, index, position, '', budget, embedding_index,
                                question_vector)
     else:
+        from_summaries = summaries.question(text, book, position, room) if summaries is not None and \
+            position is not None else SUMMARIES_HINT
+        if isinstance(from_summaries, Question):
+            return from_summaries
         why = _('Everything up to where you are (about {tokens} tokens) is more than the model reads at once '
                 '({window} tokens); the passages that best match the question go instead.').format(
-            tokens=f'{total:,}', window=f'{room.window:,}')
+            tokens=f'{total:,}', window=f'{room.window:,}') + ' ' + from_summaries
         ranked = book_question(text, 'position', book, index, position, '', budget, embedding_index,
                                question_vector, room)
     return replace(ranked, notices=(why, *ranked.notices))
+
+
+SUMMARIES_HINT = _('Summaries of the earlier chapters would let all of it go: The story so far makes them, and so '
+                   'does Make chapter summaries in the Book AI menu of calibre\'s library.')
 
 
 def library_question(db: 'Cache', text: str, book_ids: Iterable[int] | None = None) -> Question:

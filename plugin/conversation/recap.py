@@ -32,14 +32,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from calibre_plugins.bookai.conversation.prompts import numbered_block, recap_request, series_request, summaries_block
+from calibre_plugins.bookai.conversation.prompts import (
+    SUMMARIES_NOTE, numbered_block, recap_request, series_request, summaries_block,
+)
 from calibre_plugins.bookai.conversation.question import (
     ASSUMED_WINDOW, SO_FAR_CONSENT, Question, Room, book_text_room, room_in,
 )
 from calibre_plugins.bookai.conversation.summaries import (
     CITED, LEAST_PART_TOKENS, SUMMARY_TOKENS, BookKey, BookSummaries, Estimate, ProgressCallback, Segment,
-    SummaryCache, SummaryRun, estimate_of, estimate_summaries, model_key, part_tokens, parts_of, segment_of,
-    summarize,
+    SummaryCache, SummaryRun, damaged_notice, estimate_of, estimate_summaries, model_key, part_tokens, parts_of,
+    segment_of, summarize,
 )
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import estimated_tokens
@@ -439,6 +441,72 @@ class RecapJob:
         if self.plan is None:
             raise RuntimeError('prepare() the recap first')
         return self.plan
+
+
+class SoFarSummaries:
+    """"Everything up to where I am" when the text read does not fit in what the model reads at once
+    (question.so_far_question, through its SoFarFromSummaries): the summaries of the earlier chapters
+    kept for the book (key) and the model that answers, then the chapter the reader is inside in full,
+    planned and numbered as the story so far's (plan_one, recap_question), with the reader's own
+    question. Only summaries kept are used: nothing is made, or sent, but the question. load() reads
+    the book's summaries file (in a thread in the windows); question() reads it when it was not."""
+
+    def __init__(self, provider: 'AIProviderPlugin', key: BookKey, model: str = '',
+                 cache: SummaryCache | None = None) -> None:
+        self.provider, self.key, self.model = provider, key, model
+        self.cache = cache or SummaryCache()
+        self.kept: BookSummaries | None = None
+
+    def load(self) -> BookSummaries:
+        if self.kept is None:
+            self.kept = BookSummaries(self.cache, self.key)
+        return self.kept
+
+    def question(self, text: str, book: 'Book', position: float, room: Room) -> 'Question | str':
+        """text with the summaries and the chapter being read (see the class), for the model room was
+        learned for (else self.model, else the provider's configured one); why not, in words, when a
+        summary the plan needs is not kept, or they do not fit."""
+        source = book_source(self.key, book, position)
+        model = room.model or self.model or self.provider.config.option('model') or ''
+        try:
+            plan = plan_one(source, room, part_tokens(room.window))
+        except NoRecap:
+            plan = None
+        if plan is None or plan.mode != 'summaries' or plan.notices or not plan.segments:
+            return _('Even the summaries of the earlier chapters do not fit in what the model reads at once.')
+        kept = self.load()
+        name = model_key(self.provider, model)
+        run = SummaryRun()
+        missing = 0
+        for j, (_i, segment) in enumerate(plan.segments):
+            found = kept.find(name, segment)
+            if found is None:
+                missing += 1
+            else:
+                run.summaries[j] = found
+        damaged = damaged_notice(self.cache)  # a damaged summaries file, set aside: said
+        if missing:
+            why = ngettext('Summaries of the earlier chapters would let all of it go, but {count} of them is not '
+                           'made yet for this model: The story so far makes them, and so does Make chapter '
+                           'summaries in the Book AI menu of calibre\'s library.',
+                           'Summaries of the earlier chapters would let all of it go, but {count} of them are not '
+                           'made yet for this model: The story so far makes them, and so does Make chapter '
+                           'summaries in the Book AI menu of calibre\'s library.', missing).format(count=missing)
+            return f'{damaged} {why}' if damaged else why
+        q = recap_question(plan, [source], run, text=text)
+        passages = f'{SUMMARIES_NOTE}\n{q.passages}'
+        ex = replace(q.excerpt, scope='so-far') if isinstance(q.excerpt, Excerpt) else q.excerpt
+        count = len(plan.segments)
+        if passages in room.sent:
+            said = _('Everything up to where you are went with an earlier question of this conversation: it is not '
+                     'sent again.')
+        else:
+            said = ngettext('Everything up to where you are is more than the model reads at once ({window} tokens): '
+                            'the earlier chapter goes as its summary, and the chapter you are in in full.',
+                            'Everything up to where you are is more than the model reads at once ({window} tokens): '
+                            'the {count} earlier chapters go as their summaries, and the chapter you are in in full.',
+                            count).format(window=f'{room.window:,}', count=count)
+        return replace(q, passages=passages, excerpt=ex, notices=(said, *q.notices, *((damaged,) if damaged else ())))
 
 
 def book_source(key: BookKey, book: 'Book', position: float | None, about: str = '', title: str = '') -> Source:

@@ -36,6 +36,8 @@ from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.conversation.question import (
     MEANING_FAILED, SO_FAR_SCOPES, Question, Room, book_question, book_text_room, by_meaning, meaning,
 )
+from calibre_plugins.bookai.conversation.recap import SoFarSummaries
+from calibre_plugins.bookai.conversation.summaries import BookKey
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import Answer, Chunk, ReasoningDelta, TextDelta
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
@@ -328,7 +330,12 @@ class ConversationPanel(QWidget):
                 self.stop_waiting(token)
                 return self.give_back(typed)
             read = text  # not None, in the lambda too
-            self.learn_room(provider, question, scope, token, lambda room: roomed(read, room))  # still waiting
+            if scope == 'so-far':  # the summaries kept, for when the text read does not fit: read with the room
+                summaries.append(SoFarSummaries(provider, BookKey(text.library_id, text.book_id, text.fmt)))
+            self.learn_room(provider, question, scope, token, lambda room: roomed(read, room),
+                            summaries[0] if summaries else None)  # still waiting
+
+        summaries: list[SoFarSummaries] = []  # for scope "so-far": the book's, once its text is read
 
         def roomed(text: BookText, room: Room | None) -> None:
             if by_meaning(provider, scope):  # still waiting: for the embeddings
@@ -345,7 +352,8 @@ class ConversationPanel(QWidget):
             selection = grounding.selection() if grounding.selection else ''
             try:
                 q = book_question(question, scope, text.book, text.index, self.position(text, scope), selection,
-                                  embedding_index=embedding_index, question_vector=question_vector, room=room)
+                                  embedding_index=embedding_index, question_vector=question_vector, room=room,
+                                  summaries=summaries[0] if summaries else None)
             except NoPlace:
                 self.say_no_place()
                 return self.give_back(typed)
@@ -375,14 +383,18 @@ class ConversationPanel(QWidget):
         return True
 
     def learn_room(self, provider: 'AIProviderPlugin', question: str, scope: str, token: object,
-                   then: Callable[['Room | None'], None]) -> None:
+                   then: Callable[['Room | None'], None], summaries: SoFarSummaries | None = None) -> None:
         """What the model has room for in this conversation (book_text_room(), in a thread: it may
-        ask the service), then then(room); None, as unknown, when that fails."""
+        ask the service), then then(room); None, as unknown, when that fails. summaries: the book's
+        chapter summaries, read in the same thread when the text read is more than the room."""
         self.loading_cancel = cancel = CancelToken()
         conv = self.conv
 
         def work() -> 'Room | None':
-            return book_text_room(provider, conv, question, cancel=cancel, scope=scope)
+            room = book_text_room(provider, conv, question, cancel=cancel, scope=scope)
+            if summaries is not None and room is not None and room.tokens > 0:
+                summaries.load()  # a file: not on the GUI thread
+            return room
 
         def done(room: 'Room | None', exc: BaseException | None) -> None:
             if not self.waiting_for(token):

@@ -77,6 +77,8 @@ class BookAIAction(InterfaceAction):
                                read_next.calibre_shortcut_unique_name: (CALIBRES_READ_NEXT_KEYS, READ_NEXT_KEYS)}
         cm(m, 'bookai-ask-library', _('Ask my &library'), shortcut=None, triggered=self.ask_library,
            description=_('A question answered from the full text of your books'))
+        cm(m, 'bookai-make-summaries', _('Ma&ke chapter summaries'), shortcut=None, triggered=self.make_summaries,
+           description=_('Summarize the chapters read of the selected books, up to where you are, as a job'))
         m.addSeparator()
         cm(m, 'bookai-generate-cover', _('&Generate cover…'), shortcut=None, triggered=self.generate_cover,
            description=_('Make a cover for the current book with an image model'))
@@ -292,6 +294,13 @@ class BookAIAction(InterfaceAction):
         # on use: nothing of Book AI is imported until the reader opens it
         from calibre_plugins.bookai.gui.settings_dialog import show_settings
         show_settings(self.gui, self.gui.current_db.new_api)
+
+    def make_summaries(self) -> None:
+        """The chapters read of the selected books summarized, as a calibre job (main_window/summary_actions.py)."""
+        ids = list(self.gui.library_view.get_selected_ids())
+        # on use: nothing of Book AI is imported until the reader opens it
+        from calibre_plugins.bookai.main_window.summary_actions import make_chapter_summaries
+        make_chapter_summaries(self.gui, ids)
 
     # AI covers (main_window/cover_actions.py, imported when one of them is chosen) {{{
 

@@ -5,6 +5,8 @@ otherwise, and the reader told why; sent once in a conversation, and the second 
 request starts with the first's bytes. On the real novel; the last test against a real
 llama-server, with the paragraph after the place as the sentinel that must never reach it."""
 
+from dataclasses import replace
+
 import pytest
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
@@ -129,3 +131,88 @@ def test_a_service_that_reads_less_than_it_is_said_to_is_believed_next_time(nove
         for chunk in exchange.chunks():
             exchange.take(chunk)
         assert exchange.finish(None) == '' and conv.turns[-1].answered, conv.turns[-1].error
+
+
+# when the text read does not fit: the summaries of the earlier chapters kept, the chapter being read in full
+
+def keep_summaries(cache, key, book, position, model='openai_compatible/tiny', leave_out=()):
+    """A summary kept for each chapter read to its end before position (but those numbered in leave_out),
+    each citing its first passage, as summaries.summarize() keeps them."""
+    from calibre_plugins.bookai.conversation.summaries import BookSummaries, Summary, chapter_segments
+    kept = BookSummaries(cache, key)
+    segments = chapter_segments(book, read_until(book, position), current=False)
+    for s in segments:
+        if s.chapter not in leave_out:
+            kept.keep(Summary(model, s.chapter, s.title, s.first, s.last, True, s.end, s.digest,
+                              f'In {s.title} the Bennets talk [{s.first}].', 1.0))
+    return segments
+
+
+def test_more_than_the_model_reads_sends_the_summaries_kept_and_the_chapter_in_full(novel, tmp_path):
+    from calibre_plugins.bookai.conversation.recap import SoFarSummaries
+    from calibre_plugins.bookai.conversation.summaries import BookKey, SummaryCache
+    position, key = 0.1, BookKey('lib', 1, 'EPUB')
+    cache = SummaryCache(str(tmp_path / 'summaries'))
+    provider = get_provider('openai_compatible', settings={'base_url': 'http://127.0.0.1:9/v1', 'model': 'tiny'})
+    room = Room(8000, 5800, model='tiny')
+    until = read_until(novel, position)
+    assert tokens_of(passages_read(novel, until)) > room.tokens
+    segments = keep_summaries(cache, key, novel, position, leave_out=(2,))
+    missing = book_question(QUESTION, 'so-far', novel, position=position, budget=1500, room=room,
+                            summaries=SoFarSummaries(provider, key, cache=cache))
+    assert missing.excerpt.scope == 'position' and '1 of them is not made yet' in missing.notices[0]
+    keep_summaries(cache, key, novel, position)
+    q = book_question(QUESTION, 'so-far', novel, position=position, budget=1500, room=room,
+                      summaries=SoFarSummaries(provider, key, cache=cache))
+    assert q.excerpt.scope == 'so-far' and q.spoiler_safe and q.text == QUESTION
+    assert f'the {len(segments)} earlier chapters go as their summaries' in q.notices[0]
+    assert q.passages.index('<chapter_summaries>') < q.passages.index('<book_passages>')
+    for n, s in enumerate(segments, 1):  # each summary's citation renumbered: [n] is its chapter's first passage
+        assert f'In {s.title} the Bennets talk [{n}].' in q.passages
+        assert q.excerpt.passages[n - 1] == s.passages[0] and q.places[n - 1].chapter == s.title
+    current = [p for p in passages_read(novel, until) if p.chapter == segments[-1].chapter + 1]
+    assert q.excerpt.passages[len(segments):] == tuple(current)  # the chapter being read, whole, numbered after
+    assert f'[{len(segments) + 1}] (' in q.passages and f'[{len(q.excerpt.passages) + 1}] (' not in q.passages
+    assert first_after(novel, position).text[:80] not in q.passages
+    other = book_question(QUESTION, 'so-far', novel, position=position, budget=1500, room=replace(room, model='x'),
+                          summaries=SoFarSummaries(provider, key, cache=cache))
+    assert other.excerpt.scope == 'position'  # another model's summaries are not its own
+    none = book_question(QUESTION, 'so-far', novel, position=position, budget=1500, room=room)
+    assert 'The story so far makes them' in none.notices[0]
+
+
+SUMMARIES_WINDOW = 8000  # tokens the model is said to read (Book AI's count): less than the text read at 10 %
+
+
+def test_a_real_server_gets_the_summaries_and_the_chapter_and_nothing_after(tmp_path):
+    """The sentinels after the place (in the chapter being read, at the next chapter, at the end) reach
+    no request; the summaries and every paragraph of the chapter being read do."""
+    from calibre_plugins.bookai.conversation.recap import SoFarSummaries
+    from calibre_plugins.bookai.conversation.summaries import BookKey, SummaryCache
+    from calibre_plugins.bookai.providers.context import ContextWindow
+    from helpers.sentinels import bodies_with_sentinels, with_sentinels
+    book, position = with_sentinels(read_epub(EPUB), 0.1)
+    key, cache = BookKey('lib', 1, 'EPUB'), SummaryCache(str(tmp_path / 'summaries'))
+    segments = keep_summaries(cache, key, book, position)
+    until = read_until(book, position)
+    current = [p.text for p in book.paragraphs if p.chapter == segments[-1].chapter + 1
+               and p.start + len(p.text) <= until]
+    with tiny_server(8, 65536, '--override-kv', 'llama.context_length=int:65536') as server, \
+            RecordingProxy(server.base_url) as proxy:
+        provider = get_provider('openai_compatible', settings={'base_url': proxy.base_url + '/v1', 'model': 'tiny'})
+        provider.context_windows['tiny'] = ContextWindow(SUMMARIES_WINDOW, 'setting')  # as the reader would set it
+        conv = Conversation([])
+        room = book_text_room(provider, conv, QUESTION, scope='so-far')
+        assert room is not None and room.model == 'tiny' and room.tokens < tokens_of(passages_read(book, until))
+        q = book_question(QUESTION, 'so-far', book, position=position, room=room,
+                          summaries=SoFarSummaries(provider, key, cache=cache))
+        assert q.excerpt.scope == 'so-far' and 'go as their summaries' in q.notices[0]
+        exchange = Exchange(conv, provider, q)
+        for chunk in exchange.chunks():
+            exchange.take(chunk)
+        assert exchange.finish(None) == '' and conv.turns[-1].answered, conv.turns[-1].error
+        body = proxy.chat_requests()[-1]
+    sent = ' '.join(' '.join(m['content'] for m in body['messages']).split())
+    assert current and all(' '.join(t.split()) in sent for t in current)
+    assert all(f'In {s.title} the Bennets talk' in sent for s in segments)
+    assert bodies_with_sentinels(proxy.received) == []

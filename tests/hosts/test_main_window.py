@@ -9,7 +9,8 @@ from helpers.peers import http
 from helpers.project import PLUGIN_NAME, PROJECT, build_script
 from helpers.sandbox import tracebacks
 
-MENU = ['Discuss selected book(s)', 'Quick actions', 'Ask for what to read next', 'Ask my library', 'Generate cover…',
+MENU = ['Discuss selected book(s)', 'Quick actions', 'Ask for what to read next', 'Ask my library',
+        'Make chapter summaries', 'Generate cover…',
         'Generate covers for the selected books…', 'Review generated covers…', 'Undo cover change', 'History',
         'Settings', 'About Book AI']
 
@@ -93,6 +94,7 @@ def test_a_users_icon_override_wins(sandbox, plugin_zip, library):
 
 
 MENU_MSGIDS = ['&Discuss selected book(s)', '&Quick actions', 'Ask for what to &read next', 'Ask my &library',
+               'Ma&ke chapter summaries',
                '&Generate cover…', 'Generate &covers for the selected books…', 'Re&view generated covers…',
                '&Undo cover change', '&History', '&Settings', 'About Book AI']
 TAB_MSGIDS = ['&Provider', '&Library actions', 'Read&ing', '&Book fields', '&Sent to the AI', 'Sa&ve to book',

@@ -391,3 +391,49 @@ def test_everything_read_asks_its_own_consent_and_goes_once(qapp, prefs, gui, bo
             w.close()
         finally:
             secret_store().set('grok', 'api_key', '')
+
+
+def test_everything_read_from_summaries_the_same_from_the_window_and_the_command_line(qapp, prefs, gui, sandbox,
+                                                                                      tmp_path):
+    """"Everything up to where I am" when the text read is more than the model reads at once (what
+    llama-server says at /props): the summaries kept for the earlier chapters, numbered, with the chapter
+    being read in full; the discussion window and `ask --scope so-far` send the same chat request, byte
+    for byte, and the sentinel right after the place is in neither."""
+    from calibre_plugins.bookai import cli
+    from calibre_plugins.bookai.conversation.summaries import (
+        BookKey, BookSummaries, Summary, SummaryCache, chapter_segments,
+    )
+    from helpers.sentinels import SENTINELS, bodies_with_sentinels, epub_with_sentinel
+    path, _before = epub_with_sentinel(tmp_path / 'pride-and-prejudice.epub', 0.07)
+    books = open_library(sandbox.make_library(path), tmp_path)
+    book = read_epub(books.db.format_abspath(1, 'EPUB'))
+    at = next(p.start for p in book.paragraphs if p.text == SENTINELS[0])
+    _book, cfi = save_reading_position(books, 1, at / book.length)
+    until = book.offset_of_cfi(cfi)
+    kept = BookSummaries(SummaryCache(), BookKey(books.library_id, 1, 'EPUB'))
+    segments = chapter_segments(book, until, current=False)
+    for s in segments:
+        kept.keep(Summary('openai_compatible/tiny', s.chapter, s.title, s.first, s.last, True, s.end, s.digest,
+                          f'In {s.title} the Bennets talk [{s.first}].', 1.0))
+    with LlamaServer('tiny', alias='tiny', ctx=12288, extra_args=('--temp', '0', '-n', '8')) as server, \
+            RecordingProxy(server.base_url) as proxy:
+        use_server(prefs, proxy.base_url)
+        w = window(gui, books)
+        w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('so-far'))
+        turn = ask(w, 'What has happened so far?')
+        assert turn is not None and turn.answered, w.panel.chat.toPlainText()[-600:]
+        assert f'the {len(segments)} earlier chapters go as their summaries' in w.panel.chat.toPlainText()
+        w.close()
+        from_window = proxy.chat_requests()[-1]
+        out, err = io.StringIO(), io.StringIO()
+        code = cli.main(['ask', '--library', books.db.backend.library_path, '--book', '1', '--scope', 'so-far',
+                         '--prompt', 'What has happened so far?'], stdout=out, stderr=err)
+        assert code == 0, err.getvalue()
+        from_cli = proxy.chat_requests()[-1]
+        received = list(proxy.received)
+    assert len(proxy.chat_requests()) == 2 and from_cli == from_window
+    sent = from_cli['messages'][-1]['content']
+    assert sent.index('<chapter_summaries>') < sent.index('<book_passages>')
+    assert all(f'In {s.title} the Bennets talk [{n}].' in sent for n, s in enumerate(segments, 1))
+    assert f'[{len(segments) + 1}] (' in sent  # the chapter being read, numbered after the summaries' passages
+    assert bodies_with_sentinels(received) == []
