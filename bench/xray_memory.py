@@ -6,11 +6,11 @@ the passages sent hold, up to 200, each with a description of two sentences and 
 X-Ray holds as many entities as it keeps (2,000).
 
 The book is the tests' novel, Pride and Prejudice, eight times over (its chapters numbered on,
-each copy's names its own), read from its EPUB once. The baseline, measured in the same run, is what every question about a
-book already costs: its passages and their index (grounding.index), made from the same Book.
-Then: the X-Ray made at the middle of the book and at its end (every chapter sent, in parts), and
-shown again from its cache at the end (nothing sent). Peak resident memory from the kernel's
-high-water mark (helpers.peak), growth over the process before each step.
+each copy's names its own), read from its EPUB once. The baseline, measured in the same run, is
+what every question about a book already costs: its passages and their index (grounding.index),
+made from the same Book. Then: the X-Ray made at the middle of the book and at its end (every
+chapter sent, in parts), and shown again from its cache at the end (nothing sent). Peak resident
+memory from the kernel's high-water mark (helpers.peak), growth over the process before each step.
 
 Run with: sudo python3 bench/run.py xray_memory
 Target: the process under 300 MB resident at its peak.
