@@ -3,14 +3,17 @@
 """The README's screenshots, from real answers of the demo's model, never from the tests'
 random tiny model.
 
-    python3 dev/screenshots.py          remake them into docs/screenshots/
+    python3 dev/screenshots.py                remake them into docs/screenshots/
+    python3 dev/screenshots.py --novel-only   only the novel's (Story so far, X-Ray), the rest made before
 
 It runs `dev/demo.py --gui` in a sandbox of its own (build/screenshots/): calibre's main
 window, the discussion window's Summarize and its answer from passages of the book, a passage
 shown from its link; then calibre's E-book viewer on the same book with Book AI's panel, the
-Explain quick action on the selected text, answered by the same model. Then it copies the
-pictures into docs/screenshots/ and prints what it copied. As root or as a user with sudo,
-like the demo.
+Explain quick action on the selected text, answered by the same model; then Pride and Prejudice
+(tests/books, in the public domain) added to the library and opened in the viewer a few chapters
+in: Story so far, and the X-Ray tab built, both by the same model. Then it copies the pictures
+into docs/screenshots/ and prints what it copied, with what the model answered. As root or as a
+user with sudo, like the demo.
 """
 
 import json
@@ -30,7 +33,15 @@ COPIED = {
     'discussion-grounded.png': 'discussion-grounded.png',
     'citation.png': 'citation.png',
     'viewer-panel.png': 'viewer-panel.png',
+    'viewer-recap.png': 'viewer-recap.png',
+    'viewer-xray.png': 'viewer-xray.png',
+    'discussion-recap.png': 'discussion-recap.png',
+    'discussion-xray.png': 'discussion-xray.png',
 }
+NOVEL = PROJECT / 'tests' / 'books' / 'pride-and-prejudice.epub'
+SECTIONS = '3'  # the title page, then Chapters 1 and 2 read: a few minutes of the model on two cores
+XRAY_NAME = 'Mr. Bennet'  # the entry the X-Ray's screenshot shows
+NOVEL_SHOTS = ('viewer-recap.png', 'viewer-xray.png', 'discussion-recap.png', 'discussion-xray.png')
 
 
 def say(*args):
@@ -38,34 +49,95 @@ def say(*args):
 
 
 def main():
-    if OUT.exists():
-        shutil.rmtree(OUT)
-    env = dict(os.environ, BOOKAI_DEMO_DIR=str(OUT))
-    env.pop('DISPLAY', None)
-    env.pop('WAYLAND_DISPLAY', None)
-    subprocess.run([sys.executable, str(PROJECT / 'dev' / 'demo.py'), '--gui'], env=env, check=True)
+    novel_only = '--novel-only' in sys.argv[1:] and (OUT / 'library').exists()  # the demo's part made before
+    if not novel_only:
+        if OUT.exists():
+            shutil.rmtree(OUT)
+        env = dict(os.environ, BOOKAI_DEMO_DIR=str(OUT))
+        env.pop('DISPLAY', None)
+        env.pop('WAYLAND_DISPLAY', None)
+        subprocess.run([sys.executable, str(PROJECT / 'dev' / 'demo.py'), '--gui'], env=env, check=True)
     os.environ['BOOKAI_DEMO_DIR'] = str(OUT)
     sys.path.insert(0, str(PROJECT / 'dev'))
     import demo  # its sandbox is OUT: it reads $BOOKAI_DEMO_DIR
     sandbox = demo.sandbox_env()
-    book = next(p for p in (OUT / 'library').glob('*/*/*.epub') if p.parent.name.endswith('(1)'))  # the English guide
     with demo.local_model() as server:
         demo.book_ai('configure', 'OpenAI compatible', f'base_url={server.base_url}/v1', f'model={demo.MODEL_NAME}',
                      '--use', env=sandbox, check=True, stdout=subprocess.DEVNULL)
-        say('the E-book viewer, with Book AI\'s panel: Explain on the selected text')
-        report = OUT / 'viewer.json'
-        subprocess.run(['calibre-debug', '-e', str(PROJECT / 'tests' / 'hosts' / 'probes' / 'viewer.py'), str(book)],
-                       env=dict(sandbox, BOOKAI_PROBE_OUT=str(report), BOOKAI_PROBE_ASK='Explain',
-                                BOOKAI_PROBE_SHOTS=str(OUT), BOOKAI_PROBE_TIMEOUT='600'),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        if not novel_only:
+            explain(sandbox)
+        novel(sandbox)
+    for made, name in COPIED.items():
+        if novel_only and made not in NOVEL_SHOTS:
+            continue
+        shutil.copyfile(OUT / made, DOCS / name)
+        say(f'{DOCS / name}')
+    return 0
+
+
+def explain(sandbox):
+    """The viewer on the English guide: Explain on the selected text."""
+    book = next(p for p in (OUT / 'library').glob('*/*/*.epub') if p.parent.name.endswith('(1)'))  # the English guide
+    say('the E-book viewer, with Book AI\'s panel: Explain on the selected text')
+    report = OUT / 'viewer.json'
+    subprocess.run(['calibre-debug', '-e', str(PROJECT / 'tests' / 'hosts' / 'probes' / 'viewer.py'), str(book)],
+                   env=dict(sandbox, BOOKAI_PROBE_OUT=str(report), BOOKAI_PROBE_ASK='Explain',
+                            BOOKAI_PROBE_SHOTS=str(OUT), BOOKAI_PROBE_TIMEOUT='600'),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     answer = json.loads(report.read_text()).get('answer')
     if not answer:
         raise SystemExit('[screenshots] the viewer\'s panel got no answer: see ' + str(report))
     say('the panel answered:', answer[:300])
-    for made, name in COPIED.items():
-        shutil.copyfile(OUT / made, DOCS / name)
-        say(f'{DOCS / name}')
-    return 0
+
+
+def novel(sandbox):
+    """The novel in the viewer a few chapters in: Story so far, then the X-Ray; then its discussion
+    window in the library, as of the place the viewer saved: Story so far and the X-Ray tab."""
+    book = add_novel(sandbox)
+    got = viewer_probe(book, sandbox, 'novel', BOOKAI_PROBE_RECAP='1', BOOKAI_PROBE_XRAY=XRAY_NAME,
+                       BOOKAI_PROBE_XRAY_SHOT_ONLY='1')
+    if not got.get('r_answer'):
+        raise SystemExit('[screenshots] Story so far got no recap: see ' + str(OUT / 'novel.json'))
+    say('Story so far:', got['r_answer'][:600])
+    if not got.get('x_entities') or got.get('x_shown') != XRAY_NAME:
+        raise SystemExit('[screenshots] the X-Ray did not show ' + XRAY_NAME + ': see ' + str(OUT / 'novel.json'))
+    say('X-Ray:', got['x_entities'], got['x_details'][:600])
+    report = OUT / 'discussion-recap.json'
+    say('calibre\'s main window: the discussion window about the novel, Story so far and X-Ray')
+    subprocess.run(['calibre-debug', '-e', str(PROJECT / 'tests' / 'hosts' / 'probes' / 'main_window.py'),
+                    str(OUT / 'library')],
+                   env=dict(sandbox, BOOKAI_PROBE_OUT=str(report), BOOKAI_PROBE_RECAP='Pride and Prejudice',
+                            BOOKAI_PROBE_XRAY=XRAY_NAME, BOOKAI_PROBE_SHOTS=str(OUT), BOOKAI_PROBE_TIMEOUT='1500'),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    got = json.loads(report.read_text()) if report.exists() else {}
+    if not got.get('r_answer') or got.get('x_shown') != XRAY_NAME:
+        raise SystemExit('[screenshots] the discussion window made no recap or X-Ray: see ' + str(report))
+    say('Story so far, in the library:', got['r_answer'][:600])
+
+
+def add_novel(sandbox):
+    """The novel added to the demo's library afresh (a copy added before is removed first: the
+    viewer starts at its beginning); the path of its EPUB there."""
+    library = str(OUT / 'library')
+    ids = subprocess.run(['calibredb', '--with-library', library, 'search', 'title:"=Pride and Prejudice"'],
+                         env=sandbox, capture_output=True, text=True).stdout.strip()
+    if ids:
+        subprocess.run(['calibredb', '--with-library', library, 'remove', '--permanent', ids], env=sandbox,
+                       check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(['calibredb', '--with-library', library, 'add', '-d', str(NOVEL)], env=sandbox,
+                   check=True, stdout=subprocess.DEVNULL)
+    return next(p for p in (OUT / 'library').glob('*/*/*.epub') if 'Pride' in p.name)
+
+
+def viewer_probe(book, sandbox, name, **env):
+    """The viewer's probe on book, SECTIONS on, doing what env says; its report."""
+    report = OUT / f'{name}.json'
+    say(f'the E-book viewer, {SECTIONS} sections into {book.name}: {name}')
+    subprocess.run(['calibre-debug', '-e', str(PROJECT / 'tests' / 'hosts' / 'probes' / 'viewer.py'), str(book)],
+                   env=dict(sandbox, BOOKAI_PROBE_OUT=str(report), BOOKAI_PROBE_SECTIONS=SECTIONS,
+                            BOOKAI_PROBE_SHOTS=str(OUT), BOOKAI_PROBE_TIMEOUT='1500', **env),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return json.loads(report.read_text()) if report.exists() else {}
 
 
 if __name__ == '__main__':

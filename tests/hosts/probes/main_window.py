@@ -9,6 +9,8 @@ modal error dialog, say) and says so in the report.
 
 $BOOKAI_PROBE_DISCUSS: a discussion and a quick action (see discuss()), with the Book text
 $BOOKAI_PROBE_DISCUSS_SCOPE (a scope's name) when set.
+$BOOKAI_PROBE_RECAP=<a title>: that book's discussion window, its Story so far and its X-Ray tab (see
+recap()), with screenshots.
 $BOOKAI_PROBE_FEATURES: every feature of the Book AI menu in turn (see features()).
 $BOOKAI_PROBE_SWITCH_TO / $BOOKAI_PROBE_QUIT: an answer streaming when the library is
 switched, or calibre quits (see interrupt()).
@@ -165,6 +167,8 @@ def probe(gui):
     report.write()
     if os.environ.get('BOOKAI_PROBE_DISCUSS'):
         return discuss(gui)
+    if os.environ.get('BOOKAI_PROBE_RECAP'):
+        return recap(gui)
     if os.environ.get('BOOKAI_PROBE_FEATURES'):
         return features(gui)
     if os.environ.get('BOOKAI_PROBE_QUIT') or os.environ.get('BOOKAI_PROBE_SWITCH_TO'):
@@ -268,6 +272,72 @@ def discuss(gui):
         gui.quit(confirm_quit=False)
 
     QTimer.singleShot(50, wait)
+
+
+def recap(gui):
+    """The discussion window of the book titled $BOOKAI_PROBE_RECAP: Story so far, as of the place
+    the viewer saved, and its answer (discussion-recap.png); then the X-Ray tab, showing what is kept
+    of the book (built first when nothing is) and the entry $BOOKAI_PROBE_XRAY when set
+    (discussion-xray.png)."""
+    from qt.core import QTimer
+    shots = os.environ.get('BOOKAI_PROBE_SHOTS', '')
+    db = gui.current_db.new_api
+    (book_id,) = [i for i in db.all_book_ids() if db.field_for('title', i) == os.environ['BOOKAI_PROBE_RECAP']]
+    gui.library_view.select_rows([book_id], using_ids=True)
+    ac = gui.iactions['Book AI']
+    (discuss_action,) = [s['action'] for u, s in gui.keyboard.shortcuts.items() if u.endswith('bookai-discuss')]
+    discuss_action.trigger()
+    (w,) = ac.windows
+    w.resize(1000, 760)
+    p = w.panel
+
+    def ready():
+        return p.grounding is not None and p.recap_button is not None
+
+    def ask():
+        report['r_enabled'] = ready() and p.recap_button.isEnabled()
+        if not report['r_enabled']:
+            return done()
+        p.recap_button.click()
+        later(report, lambda: not p.streaming and bool(w.conv.turns) and p.loading is None, answered,
+              timeout=report.timeout)
+
+    def answered():
+        turn = w.conv.turns[-1]
+        report.update(r_answer=turn.answer, r_error=turn.error, r_chat=p.chat.toPlainText()[-3000:],
+                      r_places=[[x.chapter, x.position, x.cfi] for x in turn.places])
+        report.write()
+        if shots:
+            p.chat.verticalScrollBar().setValue(0)  # what was sent, and the recap's beginning
+            w.grab().save(os.path.join(shots, 'discussion-recap.png'))
+        w.tabs.setCurrentWidget(w.xray)
+        later(report, lambda: w.xray.work is None and (w.xray.xray is not None or bool(w.xray.status.text())),
+              build, timeout=60)
+
+    def build():
+        """What is kept of the book, shown; made first when nothing is."""
+        if w.xray.xray is not None and w.xray.xray.entities:
+            return xray()
+        w.xray.build_button.click()
+        later(report, lambda: w.xray.work is None, xray, timeout=report.timeout)
+
+    def xray():
+        if name := os.environ.get('BOOKAI_PROBE_XRAY'):
+            w.xray.show_named(name)
+        report.update(x_summary=w.xray.summary.text(),
+                      x_shown=w.xray.entity.name if w.xray.entity is not None else '')
+        QTimer.singleShot(500, shoot)
+
+    def shoot():
+        if shots:
+            w.grab().save(os.path.join(shots, 'discussion-xray.png'))
+        done()
+
+    def done():
+        report.write()
+        w.close()
+        gui.quit(confirm_quit=False)
+    later(report, ready, ask, timeout=60)
 
 
 def steps(*funcs):

@@ -28,11 +28,17 @@ there, builds the X-Ray, shows the entity of that name (a screenshot then, viewe
 $BOOKAI_PROBE_SHOTS), selects the name in the book's text as the reader would and asks "Who or
 what is this?" (see xray()).
 
+With $BOOKAI_PROBE_SECTIONS=N and $BOOKAI_PROBE_RECAP set, it presses the panel's Story so far
+there, waits for the recap, and takes a screenshot (viewer-recap.png in $BOOKAI_PROBE_SHOTS) (see
+recap()); then the X-Ray, with $BOOKAI_PROBE_XRAY too ($BOOKAI_PROBE_XRAY_SHOT_ONLY: closed after its
+screenshot, where the sections took it).
+
 $BOOKAI_PROBE_FEATURES=<a quick action's label>: each thing the panel does in turn (see
 features()); $BOOKAI_PROBE_QUIT: the viewer closed while an answer streams;
 $BOOKAI_PROBE_SOCKETS: every network connection of the process recorded (sockets.py).
 """
 
+import functools
 import os
 import sys
 
@@ -218,7 +224,7 @@ def xray(viewer):
                       x_summary_before=x.summary.text(), x_button_before=x.build_button.text())
         report.write()
         x.build_button.click()
-        later(lambda: x.work is None, built)
+        later(lambda: x.work is None, built, timeout=report.timeout)
 
     def built():
         made = x.xray
@@ -236,6 +242,9 @@ def xray(viewer):
         if shots:
             viewer.grab().save(os.path.join(shots, 'viewer-xray.png'))
             x.grab().save(os.path.join(shots, 'viewer-xray-only.png'))
+        if os.environ.get('BOOKAI_PROBE_XRAY_SHOT_ONLY'):  # the viewer left where it was, its place saved there
+            report.write()
+            return viewer.close()
         # where the name first appears: the viewer goes there; then the name is found with the viewer's
         # own search, which selects it, as the reader would select it
         x.details.anchorClicked.emit(QUrl('bookai:first'))
@@ -267,6 +276,33 @@ def xray(viewer):
         report.write()
         viewer.close()
     later(shown, build)
+
+
+def recap(viewer, then=None):
+    """Story so far at the viewer's place, as the reader asks it; a screenshot of the recap; then
+    then() (by default, the viewer closes)."""
+    from qt.core import QTimer
+    p = open_panel(viewer).panel
+    report['r_enabled'] = p.recap_button is not None and p.recap_button.isEnabled()
+    then = then or viewer.close
+    if not report['r_enabled']:
+        return then()
+    p.recap_button.click()
+
+    def answered():
+        turn = p.conv.turns[-1]
+        report.update(r_question=turn.question, r_answer=turn.answer, r_error=turn.error,
+                      r_places=[[x.chapter, x.position, x.cfi] for x in turn.places],
+                      r_chat=p.chat.toPlainText()[-3000:])
+        report.write()
+        QTimer.singleShot(500, shoot)
+
+    def shoot():
+        if shots := os.environ.get('BOOKAI_PROBE_SHOTS', ''):
+            p.chat.verticalScrollBar().setValue(0)  # what was sent, and the recap's beginning
+            viewer.grab().save(os.path.join(shots, 'viewer-recap.png'))
+        then()
+    later(lambda: not p.streaming and bool(p.conv.turns) and p.loading is None, answered, timeout=900)
 
 
 def open_panel(viewer):
@@ -432,6 +468,8 @@ def main(book):
             then = (lambda: grounded(viewer)) if os.environ.get('BOOKAI_PROBE_GROUNDED') else viewer.close
             if os.environ.get('BOOKAI_PROBE_XRAY') and report['has_panel']:
                 then = lambda: xray(viewer)  # noqa: E731
+            if os.environ.get('BOOKAI_PROBE_RECAP') and report['has_panel']:  # and then the X-Ray, if asked
+                then = functools.partial(recap, viewer, then if os.environ.get('BOOKAI_PROBE_XRAY') else None)
             return sections(viewer, int(os.environ['BOOKAI_PROBE_SECTIONS']), then)
         viewer.close()
 
