@@ -48,15 +48,17 @@ import machine  # noqa: E402
 import peers  # noqa: E402
 
 # The model the demo asks, and how llama.cpp's server runs it: greedy (temperature 0), with the
-# tokens of its answer so far made a little less likely again (a model this small, asked for
-# paragraphs, otherwise repeats one sentence until the length limit), up to 8192 tokens of
+# tokens and the runs of tokens of its answer so far made less likely again (a repeat penalty and
+# llama.cpp's DRY sampler: a model this small, asked for paragraphs, otherwise repeats a sentence
+# until the length limit), up to 8192 tokens of
 # context (a book's passages fill about 1,600), answers of up to 700 tokens, and each answer
 # worked out from its whole prompt, with no cache of an earlier one: reusing a cached beginning
 # changes the order of the sums, and with it the words, so the command line and the window
 # would answer the same question differently.
 MODEL = 'qwen'
 MODEL_NAME = 'Qwen2.5-Coder-0.5B-Instruct'
-SERVER_ARGS = ('--temp', '0', '--repeat-penalty', '1.15', '-n', '700', '--no-cache-prompt', '--cache-ram', '0')
+SERVER_ARGS = ('--temp', '0', '--repeat-penalty', '1.1', '--dry-multiplier', '0.8', '-n', '700', '--no-cache-prompt',
+               '--cache-ram', '0')
 
 
 def peers_folder():

@@ -61,6 +61,10 @@ def main():
     sys.path.insert(0, str(PROJECT / 'dev'))
     import demo  # its sandbox is OUT: it reads $BOOKAI_DEMO_DIR
     sandbox = demo.sandbox_env()
+    if novel_only:  # the plugin as it is now, in the sandbox made before
+        out = subprocess.run([sys.executable, str(PROJECT / 'build.py'), 'zip', '--out', str(OUT / 'dist')], check=True,
+                             capture_output=True, text=True).stdout
+        subprocess.run(['calibre-customize', '-a', out.split()[0]], env=sandbox, check=True, stdout=subprocess.DEVNULL)
     with demo.local_model() as server:
         demo.book_ai('configure', 'OpenAI compatible', f'base_url={server.base_url}/v1', f'model={demo.MODEL_NAME}',
                      '--use', env=sandbox, check=True, stdout=subprocess.DEVNULL)
@@ -133,6 +137,11 @@ def viewer_probe(book, sandbox, name, **env):
     """The viewer's probe on book, SECTIONS on, doing what env says; its report."""
     report = OUT / f'{name}.json'
     say(f'the E-book viewer, {SECTIONS} sections into {book.name}: {name}')
+    prefs = OUT / 'config' / 'viewer-webengine.json'  # the viewer's panels as they first are: no Search open
+    if prefs.exists():
+        kept = json.loads(prefs.read_text())
+        kept.pop('main_window_state', None)
+        prefs.write_text(json.dumps(kept))
     subprocess.run(['calibre-debug', '-e', str(PROJECT / 'tests' / 'hosts' / 'probes' / 'viewer.py'), str(book)],
                    env=dict(sandbox, BOOKAI_PROBE_OUT=str(report), BOOKAI_PROBE_SECTIONS=SECTIONS,
                             BOOKAI_PROBE_SHOTS=str(OUT), BOOKAI_PROBE_TIMEOUT='1500', **env),
