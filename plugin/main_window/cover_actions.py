@@ -39,7 +39,6 @@ from qt.core import (
     QPushButton, QScrollArea, QSize, Qt, QVBoxLayout, QWidget,
 )
 
-from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.images import Decoded, Source, decode_images, structure
 from calibre_plugins.bookai.core.printable import one_line
@@ -53,6 +52,7 @@ from calibre_plugins.bookai.covers.undo import CoverUndo, KeptCover, UndoNotKept
 from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
 from calibre_plugins.bookai.gui.image_decoding import qimage
 from calibre_plugins.bookai.gui.worker import collect_garbage_on_gui_thread, run_in_steps, run_in_thread
+from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress
 from calibre_plugins.bookai.providers.pricing import cost_text, total_cost
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
@@ -280,49 +280,33 @@ def make_covers(db: Any, ids: Sequence[int], choices: CoverChoices, provider: 'A
                 notifications: Any = None) -> JobResult:
     """The job's work, in calibre's job thread: the requests (covers.making.book_requests, from the
     library, read now), then covers.bulk.run_covers. calibre's Stop (abort) stops the run's CancelToken."""
-    cancel = CancelToken()
-    over = threading.Event()
-
-    def watch() -> None:
-        while not over.is_set():
-            if abort is not None and abort.wait(0.1):
-                cancel.cancel()
-                return
-            if abort is None:
-                over.wait(0.1)
-
-    threading.Thread(target=watch, daemon=True, name='BookAI-covers-stop').start()
-
-    def tell(fraction: float, text: str) -> None:
-        if notifications is not None:
-            notifications.put((fraction, text))
-
+    tell = job_progress(notifications)
     staging = ''
-    try:
-        requests, notes = book_requests(db, ids, choices, abort=cancel)
-        if log is not None:
-            for note in notes:
-                log(note)
-        staging = new_staging_dir()
-        filling.add(staging)
-        tell(0.0, ngettext('Making a cover', 'Making {count} covers', len(requests)).format(count=len(requests)))
-
-        def progress(done: int, total: int, outcome: CoverOutcome) -> None:
-            tell(done / max(1, total), _('{done} of {total}: {title}').format(done=done, total=total,
-                                                                              title=one_line(outcome.title)))
+    with job_cancel(abort, 'BookAI-covers-stop') as cancel:
+        try:
+            requests, notes = book_requests(db, ids, choices, abort=cancel)
             if log is not None:
-                if outcome.status == 'made':
-                    cost = cost_text(outcome.cost, provider.connection.is_local)
-                    log(f'Made: {outcome.title} ({outcome.model}; {cost})')
-                elif outcome.status == 'failed':
-                    log(f'Failed: {outcome.title}: {outcome.error}')
+                for note in notes:
+                    log(note)
+            staging = new_staging_dir()
+            filling.add(staging)
+            tell(0.0, ngettext('Making a cover', 'Making {count} covers', len(requests)).format(count=len(requests)))
 
-        outcomes = run_covers(requests, provider, choices.aspect, at_once, staging, cancel, progress,
-                              library_id=library_id, library_path=library_path)
-        return JobResult(staging, library_id, library_path, outcomes, provider.connection.is_local, notes)
-    finally:
-        over.set()
-        filling.discard(staging)
+            def progress(done: int, total: int, outcome: CoverOutcome) -> None:
+                tell(done / max(1, total), _('{done} of {total}: {title}').format(done=done, total=total,
+                                                                                  title=one_line(outcome.title)))
+                if log is not None:
+                    if outcome.status == 'made':
+                        cost = cost_text(outcome.cost, provider.connection.is_local)
+                        log(f'Made: {outcome.title} ({outcome.model}; {cost})')
+                    elif outcome.status == 'failed':
+                        log(f'Failed: {outcome.title}: {outcome.error}')
+
+            outcomes = run_covers(requests, provider, choices.aspect, at_once, staging, cancel, progress,
+                                  library_id=library_id, library_path=library_path)
+            return JobResult(staging, library_id, library_path, outcomes, provider.connection.is_local, notes)
+        finally:
+            filling.discard(staging)
 
 
 def generate_covers(gui: 'Main', ids: Sequence[int]) -> 'ThreadedJob | None':

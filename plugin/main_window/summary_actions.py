@@ -26,6 +26,7 @@ from calibre_plugins.bookai.conversation.recap import needs_consent, remember_co
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.gui.worker import collect_garbage_on_gui_thread, run_in_thread
+from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress
 from calibre_plugins.bookai.providers.registry import chosen_provider
 
 if TYPE_CHECKING:
@@ -141,25 +142,8 @@ def summaries_job(plans: Plans, provider: 'AIProviderPlugin', abort: threading.E
                   notifications: Any = None) -> BooksRun:
     """The job's work, in calibre's job thread: library_summaries.make_summaries, its progress as
     calibre's notifications, its lines in the job's log; calibre's Stop (abort) stops it."""
-    cancel = CancelToken()
-    over = threading.Event()
-
-    def watch() -> None:
-        while not over.is_set():
-            if abort is not None and abort.wait(0.1):
-                cancel.cancel()
-                return
-            if abort is None:
-                over.wait(0.1)
-    threading.Thread(target=watch, daemon=True, name='BookAI-summaries-stop').start()
-
-    def progress(fraction: float, text: str) -> None:
-        if notifications is not None:
-            notifications.put((fraction, text))
-    try:
-        return make_summaries(plans, provider, cancel, progress, log if callable(log) else None)
-    finally:
-        over.set()
+    with job_cancel(abort, 'BookAI-summaries-stop') as cancel:
+        return make_summaries(plans, provider, cancel, job_progress(notifications), log if callable(log) else None)
 
 
 def job_done(gui: 'Main', job: 'ThreadedJob', books: Sequence[tuple[str, int]]) -> None:
