@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from qt.core import QApplication, QEventLoop, QTimer, QWidget
+from qt.core import QApplication, QEventLoop, QModelIndex, QObject, QTimer, QWidget
 
 from helpers.project import PROJECT
 
@@ -35,6 +35,37 @@ class StandInViewer:
     def __init__(self, path, title: str = 'Quick Start Guide', authors: tuple[str, ...] = ('John Schember',)):
         self.current_book_data = {'pathtoebook': str(path), 'metadata': {'title': title, 'authors': list(authors)}}
         self.web_view = ViewerWebView()
+
+
+class LibraryView(QObject):
+    """What Book AI asks of calibre's book list: the selection, and refresh_ids() (recorded)."""
+
+    def __init__(self):
+        super().__init__()
+        self.selected: list[int] = []
+        self.refreshed: list[list[int]] = []
+
+    def get_selected_ids(self) -> list[int]:
+        return list(self.selected)
+
+    def currentIndex(self) -> QModelIndex:
+        return QModelIndex()
+
+    def model(self):
+        return self
+
+    def refresh_ids(self, ids, current_row=-1) -> None:
+        self.refreshed.append(sorted(ids))
+
+
+class StatusBar:
+    """calibre's status bar: the messages shown, recorded."""
+
+    def __init__(self):
+        self.messages: list[str] = []
+
+    def show_message(self, text, timeout=0, show_notification=True) -> None:
+        self.messages.append(text)
 
 
 def stand_in_gui(job_manager: bool = False) -> QWidget:

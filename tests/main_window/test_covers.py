@@ -12,14 +12,14 @@ import time
 
 import pytest
 from qt.core import (
-    QApplication, QBuffer, QColor, QImage, QIODevice, QModelIndex, QObject, QPainter, QTimer, Qt,
+    QApplication, QBuffer, QColor, QImage, QIODevice, QPainter, QTimer, Qt,
 )
 
 from calibre_plugins.bookai.covers.bulk import staged_runs
 from calibre_plugins.bookai.covers.undo import CoverUndo
 from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
 from calibre_plugins.bookai.main_window import cover_actions as covers
-from helpers.calibre_gui import shoot, stand_in_gui, wait_until, when_modal
+from helpers.calibre_gui import LibraryView, StatusBar, shoot, stand_in_gui, wait_until, when_modal
 from helpers.library import make_library
 from helpers.scripted_server import Reply, ScriptedServer
 
@@ -60,34 +60,6 @@ def refusal(text):
 
 def stalled():
     return Reply(200, headers=[('Content-Type', 'application/json')], chunks=[b'{"data": ['], stall_after=0)
-
-
-class LibraryView(QObject):
-    """What Book AI asks of calibre's book list: the selection, and refresh_ids() (recorded)."""
-
-    def __init__(self):
-        super().__init__()
-        self.selected, self.refreshed = [], []
-
-    def get_selected_ids(self):
-        return list(self.selected)
-
-    def currentIndex(self):
-        return QModelIndex()
-
-    def model(self):
-        return self
-
-    def refresh_ids(self, ids, current_row=-1):
-        self.refreshed.append(sorted(ids))
-
-
-class StatusBar:
-    def __init__(self):
-        self.messages = []
-
-    def show_message(self, text, timeout=0, show_notification=True):
-        self.messages.append(text)
 
 
 def open_library(path):

@@ -13,37 +13,16 @@ import os
 import threading
 
 import pytest
-from qt.core import QModelIndex, QObject
 
 from calibre_plugins.bookai.conversation.summaries import BookKey, BookSummaries, SummaryCache
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.main_window import summary_actions as sa
 from helpers.books import quick_start_epub
-from helpers.calibre_gui import stand_in_gui, wait_until
+from helpers.calibre_gui import LibraryView, StatusBar, stand_in_gui, wait_until
 from helpers.peers import LlamaServer, RecordingProxy, use_server
 from helpers.sentinels import SENTINELS, bodies_with_sentinels, epub_with_sentinel
 
 TINY = ('--temp', '0', '-n', '16', '--override-kv', 'llama.context_length=int:65536')
-
-
-class LibraryView(QObject):
-    def __init__(self):
-        super().__init__()
-        self.selected = []
-
-    def get_selected_ids(self):
-        return list(self.selected)
-
-    def currentIndex(self):
-        return QModelIndex()
-
-
-class StatusBar:
-    def __init__(self):
-        self.messages = []
-
-    def show_message(self, text, timeout=0, show_notification=True):
-        self.messages.append(text)
 
 
 def main_window(library):
