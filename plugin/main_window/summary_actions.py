@@ -69,10 +69,9 @@ def make_chapter_summaries(gui: 'Main', ids: Sequence[int]) -> bool:
         error(gui, _('No books selected'))
         return False
     provider = chosen_provider()
-    problem = provider.config.missing_setup() if provider is not None else _(
-        'No provider is chosen yet: choose one in Book AI\'s settings.')
+    problem = provider.config.missing_setup() if provider is not None else _('No AI provider is chosen yet.')
     if provider is None or problem:
-        error(gui, problem)
+        error(gui, problem + ' ' + _('Nothing was sent. Set up a provider in the settings.'))
         return False
     db = gui.current_db.new_api
     library_id = db.library_id

@@ -81,7 +81,8 @@ def test_main_window_without_a_provider_connects_nowhere(sandbox, plugin_zip, li
     f = report['features']
     assert report['sockets'] == [], report['sockets']
     assert [k for k in f if k in MAIN_WINDOW_FEATURES] == MAIN_WINDOW_FEATURES, list(f)
-    assert len(f['quick_menu']) == 5 and len(f['menu']) == 11
+    assert len(f['quick_menu']) == 5 and len(f['menu']) == 12
+    assert f['summaries'] == f'{NO_PROVIDER} {NOT_SENT} Set up a provider in the settings.', f['summaries']
     assert NO_PROVIDER in f['discuss_opened']['chat']
     for name in MAIN_WINDOW_FEATURES:  # each said so, in words, and asked nothing
         assert f'{NO_PROVIDER} {NOT_SENT} Set up a provider in the settings.' in f[name]['chat'], (name, f[name])

@@ -442,6 +442,10 @@ def features(gui):
         w.close()
         done()
 
+    def summaries(done):  # the selected book's chapter summaries: said in a dialog, in words
+        QTimer.singleShot(50, lambda: modal(seen, 'summaries', done, record=lambda d: d.msg.text()))
+        by_name['make-summaries'].trigger()
+
     def settings(done):
         QTimer.singleShot(50, lambda: modal(report, 'settings', done))
         by_name['settings'].trigger()
@@ -453,7 +457,7 @@ def features(gui):
 
     from calibre_plugins.bookai.conversation.actions import library_actions
     steps(menu, discuss, *[quick_action(i) for i in range(len(library_actions()))], read_next, ask_library,
-          history, settings, quit)
+          history, summaries, settings, quit)
 
 
 def interrupt(gui):

@@ -256,7 +256,7 @@ def xray(viewer):
 
         def found():
             return ask_panel.selected.strip() == name and viewer.web_view.current_cfi != report['x_cfi_after_first']
-        later(found, lambda: QTimer.singleShot(1000, who), timeout=30)
+        later(found, lambda: QTimer.singleShot(1000, who), timeout=90)
 
     def who():
         report['x_selected'] = ask_panel.selected
