@@ -164,16 +164,21 @@ class ConversationPanel(QWidget):
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.status)
 
-    def offer_series(self, db_of: 'Callable[[], Cache]', book_id: int, series: str, count: int | None) -> None:
-        """"Previously in the series" beside Story so far, for book_id of the library db_of() opens (in a
-        thread, when the reader asks), in series, after count books of it the library holds (None: not
-        known until asked): disabled, its tooltip saying why, for a book in no series or the first."""
+    def offer_series(self, db_of: 'Callable[[], Cache]', book_id: int, series: str, count: int | None,
+                     place: 'Callable[[QPushButton], object] | None' = None) -> None:
+        """"Previously in the series" beside Story so far (or where place(button) puts it), for book_id
+        of the library db_of() opens (in a thread, when the reader asks), in series, after count books
+        of it the library holds (None: not known until asked): disabled, its tooltip saying why, for a
+        book in no series or the first."""
         if self.recap_button is None or self.series_button is not None:
             return
         b = self.series_button = QPushButton(_('Prev&iously in the series'), self)
         b.setAutoDefault(False)
         b.clicked.connect(lambda: self.recap.start_series(db_of, book_id))
-        self.bar.insertWidget(self.bar.indexOf(self.recap_button) + 1, b)
+        if place is None:
+            self.bar.insertWidget(self.bar.indexOf(self.recap_button) + 1, b)
+        else:
+            place(b)
         if not series:
             self.series_problem = _('This book is not in a series.')
         elif count == 0:

@@ -105,6 +105,7 @@ class AskPanel(QWidget):
         self.actions_grid = QGridLayout()
         chat_layout.addLayout(self.actions_grid)
         self.action_buttons: list[QPushButton] = []
+        self.series_in_grid: QPushButton | None = None  # "Previously in the series", for a book in one
         self.who_button = QPushButton(_('Who or what is this?'), chat)
         self.who_button.setAutoDefault(False)
         self.who_button.setToolTip(_('Ask about the selected name, from the X-Ray and the passages you have read '
@@ -154,20 +155,27 @@ class AskPanel(QWidget):
 
     def offer_series(self) -> None:
         """A book of a library in a series (as the viewer's metadata of it says): "Previously in the
-        series" beside Story so far. The library is opened only when the reader asks, in the recap's
+        series", beside "Who or what is this?" (the row of buttons under the chat is as wide as the
+        panel can be beside the book). The library is opened only when the reader asks, in the recap's
         thread, read-only (calibre works on a copy of its database: the library is not changed); a
-        book from outside a library has none."""
+        book in no series, or from outside a library, has none."""
         data = getattr(self.viewer, 'current_book_data', None) or {}
         details, mi = data.get('book_library_details') or {}, data.get('metadata') or {}
         dbpath, book_id = details.get('dbpath') or '', int(details.get('book_id') or 0)
         if not dbpath or not book_id:
             return
         series = mi.get('series') if isinstance(mi, dict) else getattr(mi, 'series', '')
+        if not series or not isinstance(series, str):
+            return
 
         def library() -> 'Cache':
             from calibre.library import db  # late: only when the reader asks
             return db(os.path.dirname(dbpath), read_only=True).new_api
-        self.panel.offer_series(library, book_id, series if isinstance(series, str) else '', None)
+
+        def place(b: QPushButton) -> None:
+            self.series_in_grid = b
+            self.fill_quick_actions()
+        self.panel.offer_series(library, book_id, series, None, place)
 
     def book_opened(self, earlier: 'LastRead | None') -> None:
         """A book was opened, last read earlier (None: not known): the offer of a recap, after a
@@ -255,6 +263,8 @@ class AskPanel(QWidget):
             self.actions_grid.removeWidget(b)
             b.deleteLater()
         self.actions_grid.removeWidget(self.who_button)
+        if self.series_in_grid is not None:
+            self.actions_grid.removeWidget(self.series_in_grid)
         self.action_buttons = []
         actions = viewer_actions()
         for i, action in enumerate(actions):
@@ -265,7 +275,14 @@ class AskPanel(QWidget):
             self.action_buttons.append(b)
         # beside them: on their last row where there is room, else on a row of its own
         row, column = divmod(len(actions), COLUMNS)
-        self.actions_grid.addWidget(self.who_button, row, column, 1, COLUMNS - column)
+        series = self.series_in_grid  # "Previously in the series" last: beside it, else on a row below
+        if series is not None and COLUMNS - column >= 2:
+            self.actions_grid.addWidget(self.who_button, row, column, 1, COLUMNS - column - 1)
+            self.actions_grid.addWidget(series, row, COLUMNS - 1)
+        else:
+            self.actions_grid.addWidget(self.who_button, row, column, 1, COLUMNS - column)
+            if series is not None:
+                self.actions_grid.addWidget(series, row + 1, 0, 1, COLUMNS)
         self.streaming_changed(self.panel.streaming)
 
     def streaming_changed(self, streaming: bool) -> None:
