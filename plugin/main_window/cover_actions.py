@@ -51,8 +51,8 @@ from calibre_plugins.bookai.covers.prompt import CoverChoices
 from calibre_plugins.bookai.covers.undo import CoverUndo, KeptCover, UndoNotKept
 from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
 from calibre_plugins.bookai.gui.image_decoding import qimage
-from calibre_plugins.bookai.gui.worker import collect_garbage_on_gui_thread, run_in_steps, run_in_thread
-from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress
+from calibre_plugins.bookai.gui.worker import run_in_steps, run_in_thread
+from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress, run_job
 from calibre_plugins.bookai.providers.pricing import cost_text, total_cost
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
@@ -348,12 +348,7 @@ def start_job(gui: 'Main', ids: Sequence[int], choices: CoverChoices, provider: 
     job = ThreadedJob(JOB_TYPE, description, make_covers,
                       (db, list(ids), choices, provider, at_once, library_id, library_path), {},
                       Dispatcher(lambda job: job_done(gui, job)), max_concurrent_count=1, killable=True)
-    jobs.add(job)
-    collect_garbage_on_gui_thread()  # the job's threads: gui.worker's note
-    gui.job_manager.run_threaded_job(job)
-    pointer = getattr(gui, 'jobs_pointer', None)
-    if pointer is not None:
-        pointer.start()
+    run_job(gui, job, jobs)
     say(gui, ngettext('Book AI: making a cover for the selected book; it is shown for review when done.',
                       'Book AI: making covers for {count} books; they are shown for review when done.',
                       len(ids)).format(count=len(ids)), 3000)

@@ -25,8 +25,8 @@ from calibre_plugins.bookai.conversation.library_summaries import (
 from calibre_plugins.bookai.conversation.recap import needs_consent, remember_consent
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.printable import one_line
-from calibre_plugins.bookai.gui.worker import collect_garbage_on_gui_thread, run_in_thread
-from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress
+from calibre_plugins.bookai.gui.worker import run_in_thread
+from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress, run_job
 from calibre_plugins.bookai.providers.registry import chosen_provider
 
 if TYPE_CHECKING:
@@ -127,12 +127,7 @@ def start(gui: 'Main', plans: Plans, provider: 'AIProviderPlugin', library_id: s
                            len(plans.books)).format(count=len(plans.books))
     job = ThreadedJob(JOB_TYPE, description, summaries_job, (plans, provider), {},
                       Dispatcher(lambda job: job_done(gui, job, books)), max_concurrent_count=1, killable=True)
-    jobs.add(job)
-    collect_garbage_on_gui_thread()  # the job's threads: gui.worker's note
-    gui.job_manager.run_threaded_job(job)
-    pointer = getattr(gui, 'jobs_pointer', None)
-    if pointer is not None:
-        pointer.start()
+    run_job(gui, job, jobs)
     say(gui, _('Book AI: making chapter summaries: {what}').format(what=said), 5000)
     return True
 

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.gui.worker import collect_garbage_on_gui_thread
 
 
 @contextmanager
@@ -38,3 +39,14 @@ def job_progress(notifications: Any) -> Callable[[float, str], None]:
         if notifications is not None:
             notifications.put((fraction, text))
     return tell
+
+
+def run_job(gui: Any, job: Any, kept: set) -> None:
+    """Start job (a ThreadedJob) in calibre's job manager, kept alive in kept until its done callback
+    lets it go, and point at calibre's Jobs button where the main window has one."""
+    kept.add(job)
+    collect_garbage_on_gui_thread()  # the job's threads: gui.worker's note
+    gui.job_manager.run_threaded_job(job)
+    pointer = getattr(gui, 'jobs_pointer', None)
+    if pointer is not None:
+        pointer.start()
