@@ -18,7 +18,9 @@ from qt.core import (
 from calibre_plugins.bookai.conversation.actions import (
     QuickAction, action_name, library_actions, library_actions_builtin, viewer_actions, viewer_actions_builtin,
 )
-from calibre_plugins.bookai.gui.settings_tab import CheckedEditor, SettingsTab, check_state, checked, wrapped_label
+from calibre_plugins.bookai.gui.settings_tab import (
+    CheckedEditor, SettingsTab, check_state, checked, form_label, wrapped_label,
+)
 from calibre_plugins.bookai.settings.prefs import CHAT_TEXT_SIZES, chat_text_size
 
 if TYPE_CHECKING:
@@ -349,7 +351,6 @@ class ReadingTab(ActionsTab):
 
     def setup_ui(self) -> None:
         super().setup_ui()
-        row = QHBoxLayout()
         self.highlight_box = QComboBox(self)
         self.highlight_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.highlight_box.addItem(self.highlight_icon(''), _('The viewer\'s current style'), '')
@@ -358,19 +359,14 @@ class ReadingTab(ActionsTab):
         self.highlight_box.setToolTip(_(
             'When you save an answer as a note on text that has no highlight yet, the text is highlighted '
             'in this style'))
-        label = QLabel(_('&Highlight style for notes:'), self)
-        label.setBuddy(self.highlight_box)
-        row.addWidget(label)
-        row.addWidget(self.highlight_box)
+        after = []
         if numeric_version < (8, 11):  # the viewer highlights in its current style, always
-            self.highlight_box.setEnabled(False)
-            label.setEnabled(False)
             self.highlight_needs = QLabel(_('(needs calibre 8.11 or later)'), self)
-            self.highlight_needs.setEnabled(False)
-            row.addWidget(self.highlight_needs)
-        row.addStretch(1)
-        self.tab_layout.addLayout(row)
-        row = QHBoxLayout()
+            after.append(self.highlight_needs)
+        label = self.labelled_row(_('&Highlight style for notes:'), self.highlight_box, *after)
+        if after:
+            for w in (self.highlight_box, label, self.highlight_needs):
+                w.setEnabled(False)
         self.text_size_box = QComboBox(self)
         self.text_size_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         for percent, size in chat_text_sizes():
@@ -380,13 +376,7 @@ class ReadingTab(ActionsTab):
             'E-book viewer\'s Ask AI panel, beside the rest of calibre\'s text. It applies at once to the '
             'window the settings were opened from, to the other open ones with their next question, and to an '
             'E-book viewer already open when it is opened again.'))
-        label = QLabel(_('Chat text si&ze:'), self)
-        label.setBuddy(self.text_size_box)
-        row.addWidget(label)
-        row.addWidget(self.text_size_box)
-        row.addStretch(1)
-        self.tab_layout.addLayout(row)
-        row = QHBoxLayout()
+        self.labelled_row(_('Chat text si&ze:'), self.text_size_box)
         self.offer_box = QSpinBox(self)
         self.offer_box.setRange(0, 365)
         self.offer_box.setSuffix(' ' + _('days'))
@@ -395,12 +385,17 @@ class ReadingTab(ActionsTab):
             'When you open a book in the E-book viewer after this many days away from it, Book AI\'s panel offers a '
             'recap since you last read. Nothing is sent until you click it. Never: no offer, and Book AI keeps no '
             'record of when you read'))
-        label = QLabel(_('&Offer a recap when a book is opened after:'), self)
-        label.setBuddy(self.offer_box)
-        row.addWidget(label)
-        row.addWidget(self.offer_box)
+        self.labelled_row(_('&Offer a recap when a book is opened after:'), self.offer_box)
+
+    def labelled_row(self, text: str, box: QWidget, *after: QWidget) -> QLabel:
+        """A row of its own in the tab: the label of box (form_label()), box, then after; its label."""
+        row = QHBoxLayout()
+        label, _box = form_label(text, box, self)
+        for w in (label, box, *after):
+            row.addWidget(w)
         row.addStretch(1)
         self.tab_layout.addLayout(row)
+        return label
 
     def load(self) -> None:
         super().load()
