@@ -199,6 +199,17 @@ def use_server(prefs, base_url: str, confirm: str = 'never', **settings: object)
     prefs['confirm_send'] = confirm
 
 
+def use_online(prefs, base_url: str, consent: tuple[str, ...] = ()) -> None:
+    """The plugin's preferences set to ask a provider not on this computer: Grok's wire (xAI's
+    API) at base_url, its model 'grok-3', a key in the key store; consent: the books (and scopes)
+    the reader has already said yes to (book_text_consent). The test sets the key to '' when done."""
+    from calibre_plugins.bookai.settings.secrets import secret_store
+    prefs['providers'] = dict(prefs['providers'], grok={'base_url': base_url + '/v1', 'model': 'grok-3'})
+    prefs['provider'] = 'grok'
+    prefs['book_text_consent'] = list(consent)
+    secret_store().set('grok', 'api_key', 'xai-test-key')
+
+
 class PeerMissing(RuntimeError):
     """A peer (or the folder of peers) that dev/peers.py makes is not there."""
 

@@ -18,7 +18,7 @@ from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from helpers.calibre_gui import shoot, stand_in_gui, wait_until, when_modal
 from helpers.novel import EPUB
-from helpers.peers import use_server
+from helpers.peers import use_online, use_server
 from helpers.scripted_model import NOVEL_ROSTER, ScriptedModel, roster_answer
 
 
@@ -108,10 +108,7 @@ def test_an_online_provider_asks_first_once_per_book(qapp, prefs, gui, novel_lib
     read_to(novel_library, 4)
     key = f'{novel_library.library_id}:1'
     with ScriptedModel(roster_answer(NOVEL_ROSTER), model='grok-3') as model:
-        prefs['providers'] = dict(prefs['providers'], grok={'base_url': model.url + '/v1', 'model': 'grok-3'})
-        prefs['provider'] = 'grok'
-        prefs['book_text_consent'] = [f'{key}|grok']  # passages: yes, without asking
-        secret_store().set('grok', 'api_key', 'xai-test-key')
+        use_online(prefs, model.url, (f'{key}|grok',))  # passages: yes, without asking
         try:
             w = window(gui, novel_library)
             x = xray_tab(w)

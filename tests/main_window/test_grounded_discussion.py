@@ -19,7 +19,7 @@ from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from helpers.books import quick_start_epub
 from helpers.calibre_gui import stand_in_gui, wait_until, when_modal
-from helpers.peers import LlamaServer, RecordingProxy, direct_text, use_server
+from helpers.peers import LlamaServer, RecordingProxy, direct_text, use_online, use_server
 from helpers.scripted_server import ScriptedServer
 
 QUESTION = 'How do I convert an ebook to another format?'
@@ -359,10 +359,7 @@ def test_everything_read_asks_its_own_consent_and_goes_once(qapp, prefs, gui, bo
         until = book.offset_of_cfi(cfi)
         read = [' '.join(p.text.split()) for p in book.paragraphs if p.start + len(p.text) <= until]
         after = next(' '.join(p.text.split()) for p in book.paragraphs if p.start + len(p.text) > until)
-        prefs['providers'] = dict(prefs['providers'], grok={'base_url': proxy.base_url + '/v1', 'model': 'grok-3'})
-        prefs['provider'] = 'grok'
-        prefs['book_text_consent'] = [f'{books.library_id}:1|grok']  # passages: yes, without asking
-        secret_store().set('grok', 'api_key', 'xai-test-key')
+        use_online(prefs, proxy.base_url, (f'{books.library_id}:1|grok',))  # passages: yes, without asking
         try:
             w = window(gui, books)
             w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('so-far'))

@@ -18,7 +18,7 @@ from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from helpers.calibre_gui import stand_in_gui, wait_until, when_modal
-from helpers.peers import LlamaServer, RecordingProxy, use_server
+from helpers.peers import LlamaServer, RecordingProxy, use_online, use_server
 from helpers.sentinels import bodies_with_sentinels, epub_with_sentinel, place_before_sentinel
 from helpers.series import SAGA, saga_library
 
@@ -137,10 +137,7 @@ def test_an_online_provider_asks_first_and_nothing_goes_without_yes(qapp, prefs,
     from calibre_plugins.bookai.settings.secrets import secret_store
     with LlamaServer('tiny', alias='grok-3', ctx=65536, extra_args=TINY) as server, \
             RecordingProxy(server.base_url) as proxy:
-        prefs['providers'] = dict(prefs['providers'], grok={'base_url': proxy.base_url + '/v1', 'model': 'grok-3'})
-        prefs['provider'] = 'grok'
-        prefs['book_text_consent'] = []
-        secret_store().set('grok', 'api_key', 'xai-test-key')
+        use_online(prefs, proxy.base_url)
         try:
             w = window(gui, books)
             asked, previews = [], []

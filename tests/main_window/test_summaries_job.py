@@ -19,7 +19,7 @@ from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.main_window import summary_actions as sa
 from helpers.books import quick_start_epub
 from helpers.calibre_gui import LibraryView, StatusBar, stand_in_gui, wait_until
-from helpers.peers import LlamaServer, RecordingProxy, use_server
+from helpers.peers import LlamaServer, RecordingProxy, use_online, use_server
 from helpers.sentinels import SENTINELS, bodies_with_sentinels, epub_with_sentinel
 
 TINY = ('--temp', '0', '-n', '16', '--override-kv', 'llama.context_length=int:65536')
@@ -145,10 +145,7 @@ def test_online_consent_first_and_stop_keeps_the_summaries_made(qapp, prefs, nov
     lib, _book = novel_library
     with LlamaServer('tiny', alias='grok-3', ctx=65536, extra_args=TINY) as server, \
             RecordingProxy(server.base_url) as proxy:
-        prefs['providers'] = dict(prefs['providers'], grok={'base_url': proxy.base_url + '/v1', 'model': 'grok-3'})
-        prefs['provider'] = 'grok'
-        prefs['book_text_consent'] = []
-        secret_store().set('grok', 'api_key', 'xai-test-key')
+        use_online(prefs, proxy.base_url)
         try:
             gui = main_window(lib)
             said['answer'] = False
