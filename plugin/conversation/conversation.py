@@ -16,10 +16,13 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from calibre_plugins.bookai.conversation.books import BookInfo, answer_language
+from calibre_plugins.bookai.conversation.lookups import Lookup
 from calibre_plugins.bookai.conversation.prompts import (
     book_part, context_prompt, grounding_instructions, reading_prompt, with_passages, with_passages_above,
 )
-from calibre_plugins.bookai.core.messages import Answer, Cost, Done, Message, Role, Usage, WebLink
+from calibre_plugins.bookai.core.messages import (
+    MAX_TOOL_ARGUMENTS_CHARS, Answer, Cost, Done, Message, Role, Usage, WebLink,
+)
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.core.web_links import kept_links
 from calibre_plugins.bookai.grounding.scopes import Place
@@ -49,6 +52,9 @@ class Turn:
     places: tuple[Place, ...] = ()  # where each passage sent is in the book, for citations
     web_links: tuple[WebLink, ...] = ()  # the web pages the answer used (core.web_links.kept_links)
     web_links_left_out: int = 0     # and how many more it named that are not kept
+    # what the model looked up while answering, in order (conversation/lookups.py); their passages'
+    # places follow the question's in places, numbered on from them
+    lookups: tuple['Lookup', ...] = ()
 
     @property
     def answered(self) -> bool:
@@ -209,7 +215,8 @@ def turn_as_dict(t: Turn) -> dict[str, Any]:
             'error': t.error, 'finish_reason': t.finish_reason, 'asked': t.asked, 'passages': t.passages,
             'spoiler_safe': t.spoiler_safe, 'places': [[p.chapter, p.position, p.cfi, p.book_id, p.fmt] for p in t.places],
             'usage': None if t.usage is None else asdict(t.usage),
-            'web_links': [[w.title, w.url] for w in t.web_links], 'web_links_left_out': t.web_links_left_out}
+            'web_links': [[w.title, w.url] for w in t.web_links], 'web_links_left_out': t.web_links_left_out,
+            'lookups': [lookup.as_list() for lookup in t.lookups]}
 
 
 def turn_from_dict(d: dict[str, Any]) -> Turn:
@@ -229,7 +236,18 @@ def turn_from_dict(d: dict[str, Any]) -> Turn:
                 float(d.get('asked') or 0), passages=str(d.get('passages') or ''),
                 spoiler_safe=bool(d.get('spoiler_safe')),
                 places=tuple(place_from_list(p) for p in d.get('places') or ()), web_links=links,
-                web_links_left_out=left_out + max(0, count_field(d, 'web_links_left_out') or 0))
+                web_links_left_out=left_out + max(0, count_field(d, 'web_links_left_out') or 0),
+                lookups=tuple(lookup_from_list(x) for x in (d.get('lookups') or ())[:MOST_LOOKUPS_KEPT]))
+
+
+MOST_LOOKUPS_KEPT = 64  # of a turn, read from a saved conversation
+
+
+def lookup_from_list(x: list) -> 'Lookup':
+    """A Lookup from its saved form (Lookup.as_list); ValueError, TypeError... for another shape."""
+    tool, arguments, summary, first, places, refused, text = x
+    return Lookup(one_line(str(tool))[:64], str(arguments)[:MAX_TOOL_ARGUMENTS_CHARS], one_line(str(summary))[:500],
+                  max(0, int(first)), tuple(place_from_list(p) for p in places), bool(refused), str(text))
 
 
 def text_field(d: dict[str, Any], key: str) -> str:

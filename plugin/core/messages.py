@@ -2,7 +2,10 @@
 """What a conversation is made of, and what a provider's answer stream carries.
 
 A provider's text_chat() yields chunks: TextDelta and ReasoningDelta while the
-answer streams, then exactly one of Done or Failed. Errors travel in the
+answer streams, then exactly one of Done or Failed. Given tools (Tool), a model may ask
+for some of them to be run instead of answering: the Done then holds its ToolCalls
+(finish_reason 'tool_calls'); their results go back as TOOL messages
+(conversation/lookups.py runs that loop). Errors travel in the
 stream as Failed, never as exceptions, so a window only ever has to read chunks.
 
 Usage is where the numbers a service (or a History file) tells of an answer come in, so it
@@ -28,6 +31,43 @@ class Role(str, Enum):
     DEVELOPER = 'developer'
     USER = 'user'
     ASSISTANT = 'assistant'
+    TOOL = 'tool'  # the result of a tool the model called (Message.tool_call_id says which call)
+
+
+MAX_TOOL_CALLS = 16               # in one answer: more are the service's mistake, and dropped
+MAX_TOOL_ARGUMENTS_CHARS = 8000   # of one call's arguments: longer ones are cut (ToolCall.cut)
+MAX_TOOL_NAME_CHARS = 64          # OpenAI's and Anthropic's own bound on a function's name
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function the model may ask Book AI to run: its name, what it does (for the model), and
+    its arguments as a JSON Schema object."""
+    name: str
+    description: str
+    parameters: dict
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call of a tool, as a model asked for it: the service's id for the call (sent back with
+    its result), the tool's name and its arguments as the JSON text the model wrote. Nothing in it
+    is trusted: the name is one printable line of at most MAX_TOOL_NAME_CHARS, the arguments at most
+    MAX_TOOL_ARGUMENTS_CHARS (cut: they were longer, and are not JSON any more)."""
+    id: str
+    name: str
+    arguments: str = ''
+    cut: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, 'id', one_line(self.id if isinstance(self.id, str) else '')[:200])
+        object.__setattr__(self, 'name', one_line(self.name if isinstance(self.name, str) else '')[
+            :MAX_TOOL_NAME_CHARS])
+        arguments = self.arguments if isinstance(self.arguments, str) else ''
+        if len(arguments) > MAX_TOOL_ARGUMENTS_CHARS:
+            object.__setattr__(self, 'cut', True)
+            arguments = arguments[:MAX_TOOL_ARGUMENTS_CHARS]
+        object.__setattr__(self, 'arguments', arguments)
 
 
 @dataclass(frozen=True)
@@ -43,6 +83,11 @@ class Message:
     # passages and the reminder to cite them): the same bytes for every question about the same
     # book and place, where a provider's prompt cache can end (providers/caching.py); 0 for none
     book_chars: int = 0
+    # an ASSISTANT message's calls of tools (its text may be empty then)
+    tool_calls: tuple['ToolCall', ...] = ()
+    # a TOOL message: the call it answers, and that call's tool
+    tool_call_id: str = ''
+    tool_name: str = ''
 
     @property
     def book_text(self) -> str:
@@ -151,6 +196,8 @@ class Done:
     web_links: tuple[WebLink, ...] = ()
     response_id: str = ''
     reasoning_details: tuple = ()
+    # the tools the model asked to be run, in order ('tool_calls' is then the finish reason)
+    tool_calls: tuple[ToolCall, ...] = ()
 
     def __post_init__(self) -> None:
         # the service's words: shown on one line, nothing in them obeyed (core/printable.py)
@@ -203,7 +250,8 @@ class Answer:
 
     def as_message(self) -> Message:
         return Message(Role.ASSISTANT, self.text, self.reasoning,
-                       self.done.reasoning_details if self.done else ())
+                       self.done.reasoning_details if self.done else (),
+                       tool_calls=self.done.tool_calls if self.done else ())
 
 
 CHARS_PER_TOKEN = 4  # a rough, provider-independent estimate

@@ -32,7 +32,7 @@ The rest of the plugin calls the operations calibre's AIProviderPlugin names, te
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -40,7 +40,7 @@ from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import NotConfigured, ProviderError
 from calibre_plugins.bookai.core.images import Image, ImageResult
-from calibre_plugins.bookai.core.messages import Chunk, Cost, Delta, Failed, Message, Role, Usage
+from calibre_plugins.bookai.core.messages import Chunk, Cost, Delta, Failed, Message, Role, Tool, Usage
 from calibre_plugins.bookai.core.transport import Request, Transport
 from calibre_plugins.bookai.providers import pricing
 from calibre_plugins.bookai.providers.capabilities import Capability
@@ -212,6 +212,17 @@ class AIProviderPlugin:
         A service may still answer otherwise: its caller checks the answer against the schema."""
         return request
 
+    def with_tools(self, request: Request, tools: Sequence[Tool]) -> Request:
+        """request (chat_request()'s) offering the model tools, as this service's format declares
+        them. Only with Capability.TOOLS; chat_request() writes the conversation's tool calls and
+        results (Message.tool_calls, Role.TOOL) in the format's own shape."""
+        raise NotImplementedError()
+
+    def takes_tools(self, model: str) -> bool:
+        """Whether model may be offered tools: the provider's format has them (Capability.TOOLS) and
+        the service has not refused them for this model (providers/tool_support.py)."""
+        return bool(self.capabilities & Capability.TOOLS)
+
     def image_model(self, cancel: CancelToken | None = None) -> str:
         """The model that makes images: as set, else the provider's default."""
         model = (self.config.option('image_model') or '').strip() or self.default_image_model
@@ -256,10 +267,12 @@ class AIProviderPlugin:
         return ModelList(self)
 
     def text_chat(self, messages: Iterable[Message], use_model: str = '', cancel: CancelToken | None = None,
-                  max_tokens: int | None = None, schema: dict | None = None) -> Iterator[Chunk]:
+                  max_tokens: int | None = None, schema: dict | None = None,
+                  tools: Sequence[Tool] = ()) -> Iterator[Chunk]:
         """Answering.text_chat: the answer's chunks, then one Done or one Failed. Never raises.
-        schema: the answer asked for as JSON of that shape (structured())."""
-        return self.answering.text_chat(messages, use_model, cancel, max_tokens, schema)
+        schema: the answer asked for as JSON of that shape (structured()); tools: what the model
+        may call (with_tools()), its calls in the Done."""
+        return self.answering.text_chat(messages, use_model, cancel, max_tokens, schema, tools)
 
     def embed(self, texts: Iterable[str], model: str = '', cancel: CancelToken | None = None,
               progress: Callable[[int, int], None] | None = None) -> list[list[float]]:

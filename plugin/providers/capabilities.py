@@ -13,3 +13,4 @@ class Capability(Flag):
     EMBEDDINGS = auto()
     IMAGE_GENERATION = auto()  # makes an image from words (a cover)
     IMAGE_EDITING = auto()     # changes an image it is given, as words ask (Refine)
+    TOOLS = auto()             # its models may call tools (core.messages.Tool): lookups

@@ -11,7 +11,7 @@ Connection.redacted().
 
 import json
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
@@ -19,7 +19,7 @@ from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import ConnectionLost, NotConfigured, ProtocolError, ProviderError
 from calibre_plugins.bookai.core.images import Image, ImageAddress, ImageResult
-from calibre_plugins.bookai.core.messages import Chunk, Delta, Done, Failed, Message, Usage
+from calibre_plugins.bookai.core.messages import Chunk, Delta, Done, Failed, Message, Tool, Usage
 from calibre_plugins.bookai.providers import pricing
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.context import ContextWindow, refused_below, table_window, window_tokens
@@ -58,16 +58,20 @@ class Answering(Operation):
     """One answer to a conversation, streamed."""
 
     def text_chat(self, messages: Iterable[Message], use_model: str = '', cancel: CancelToken | None = None,
-                  max_tokens: int | None = None, schema: dict | None = None) -> Iterator[Chunk]:
+                  max_tokens: int | None = None, schema: dict | None = None,
+                  tools: Sequence[Tool] = ()) -> Iterator[Chunk]:
         """Send the conversation; yield TextDelta and ReasoningDelta chunks as the answer
         streams, then one Done (finish_reason 'cancelled' after Stop) or one Failed.
         Never raises; nothing it yields holds a secret of the provider's. schema: the answer
-        asked for as JSON of that shape, where the service can be asked (provider.structured())."""
-        return redacted_stream(self.streamed(messages, use_model, cancel or CancelToken(), max_tokens, schema),
+        asked for as JSON of that shape, where the service can be asked (provider.structured()).
+        tools: what the model may call (provider.with_tools()); its calls come in the Done."""
+        return redacted_stream(self.streamed(messages, use_model, cancel or CancelToken(), max_tokens, schema,
+                                             tuple(tools)),
                                self.connection.known_secrets)
 
     def streamed(self, messages: Iterable[Message], use_model: str, cancel: CancelToken,
-               max_tokens: int | None, schema: dict | None = None) -> Iterator[Chunk]:
+                 max_tokens: int | None, schema: dict | None = None,
+                 tools: tuple[Tool, ...] = ()) -> Iterator[Chunk]:
         p, state, model = self.provider, StreamState(), use_model
         try:
             p.config.check_setup()
@@ -77,6 +81,8 @@ class Answering(Operation):
             request = p.chat_request(list(messages), model, max_tokens)
             if schema is not None:
                 request = p.structured(request, schema, str(schema.get('title') or 'answer'))
+            if tools:
+                request = p.with_tools(request, tools)
             response = self.connection.open(request, model, cancel)
             try:
                 yield from progressing(self.answer_chunks(self.connection.events(response), state), response)
@@ -103,7 +109,7 @@ class Answering(Operation):
         """The Done chunk for what the stream told, finished as finish_reason says."""
         return Done(model=state.model or model, finish_reason=finish_reason, usage=self.costed(state),
                     web_links=tuple(state.web_links), response_id=state.response_id,
-                    reasoning_details=tuple(state.reasoning_details))
+                    reasoning_details=tuple(state.reasoning_details), tool_calls=state.tool_calls.finished())
 
     def costed(self, state: StreamState) -> Usage:
         """The usage the stream told, with its estimated cost when the service told none."""

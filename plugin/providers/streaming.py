@@ -13,12 +13,66 @@ from typing import cast
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.errors import ProtocolError, Secrets, TooLarge
 from calibre_plugins.bookai.core.messages import (
-    Chunk, Delta, Done, Failed, ReasoningDelta, TextDelta, Usage, WebLink, token_count,
+    MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALLS, Chunk, Delta, Done, Failed, ReasoningDelta, TextDelta, ToolCall, Usage,
+    WebLink, token_count,
 )
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Response
 
 load_translations()
+
+
+class ToolCallsRead:
+    """The tool calls of a stream, read as they come: each call begins (begin()) under a key the
+    wire format gives it (its index, or its id), then its arguments come in pieces (add()).
+    Bounded: at most MAX_TOOL_CALLS calls (more are dropped) and MAX_TOOL_ARGUMENTS_CHARS of
+    arguments each (past that, the call is cut, ToolCall.cut). A piece for a call that never
+    began starts one with no name: the loop answers it as a tool that does not exist."""
+
+    def __init__(self) -> None:
+        self.calls: dict[object, list] = {}  # key -> [id, name, parts, length, cut]
+
+    def begin(self, key: object, call_id: object = '', name: object = '') -> None:
+        """A call begins (or is told again, as some servers do: what is new is kept)."""
+        call = self.call(key)
+        if call is None:
+            return
+        if isinstance(call_id, str) and call_id and not call[0]:
+            call[0] = call_id
+        if isinstance(name, str) and name:
+            call[1] = name if not call[1] else call[1]
+
+    def add(self, key: object, piece: object) -> None:
+        """A piece of a call's arguments (a JSON object given whole is written as JSON)."""
+        call = self.call(key)
+        if call is None:
+            return
+        if isinstance(piece, (dict, list)):
+            piece = json.dumps(piece, ensure_ascii=False)
+        if not isinstance(piece, str) or not piece or call[4]:
+            return
+        room = MAX_TOOL_ARGUMENTS_CHARS - call[3]
+        if len(piece) > room:
+            piece, call[4] = piece[:room], True
+        call[2].append(piece)
+        call[3] += len(piece)
+
+    def call(self, key: object) -> list | None:
+        if not isinstance(key, (str, int)) or isinstance(key, bool):
+            key = repr(type(key))
+        if key not in self.calls:
+            if len(self.calls) >= MAX_TOOL_CALLS:
+                return None
+            self.calls[key] = ['', '', [], 0, False]
+        return self.calls[key]
+
+    def finished(self) -> tuple[ToolCall, ...]:
+        """The calls, in the order they began; a call with no id gets one of its place."""
+        return tuple(ToolCall(c[0] or f'call_{i}', c[1], ''.join(c[2]) + ('…' if c[4] else ''), c[4])
+                     for i, c in enumerate(self.calls.values()))
+
+    def __bool__(self) -> bool:
+        return bool(self.calls)
 
 
 @dataclass
@@ -31,6 +85,7 @@ class StreamState:
     response_id: str = ''
     reasoning_details: list[dict] = field(default_factory=list)
     finished: bool = False      # the service said the answer is complete
+    tool_calls: ToolCallsRead = field(default_factory=ToolCallsRead)
 
     def checked(self) -> None:
         """Drop what a broken stream put here with the wrong type: a count that is not a
