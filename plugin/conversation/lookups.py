@@ -60,3 +60,10 @@ class Lookup:
     def as_list(self) -> list:
         return [self.tool, self.arguments, self.summary, self.first,
                 [[p.chapter, p.position, p.cfi, p.book_id, p.fmt] for p in self.places], self.refused, self.text]
+
+
+@dataclass(frozen=True)
+class LookedUp:
+    """What Exchange.chunks() yields, between a provider's chunks, when a lookup has been made: the
+    windows show it as it comes (under the answer), the command line prints it, --json carries it."""
+    lookup: Lookup
