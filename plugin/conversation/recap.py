@@ -528,9 +528,8 @@ def series_sources(db: 'Cache', book_id: int,
     if not series:
         return '', [], []
     index = db.field_for('series_index', book_id) or 0.0
-    earlier = sorted((db.field_for('series_index', i) or 0.0, i) for i in db.all_book_ids()
-                     if i != book_id and db.field_for('series', i) == series
-                     and (db.field_for('series_index', i) or 0.0) < index)
+    earlier = sorted((db.field_for('series_index', i) or 0.0, i) for i in books_of_series(db, series)
+                     if i != book_id and (db.field_for('series_index', i) or 0.0) < index)
     sources, left_out = [], []
     for _index, i in earlier:
         title = db.field_for('title', i) or ''
@@ -559,8 +558,14 @@ def earlier_in_series(db: 'Cache', book_id: int) -> tuple[str, int]:
     if not series:
         return '', 0
     index = db.field_for('series_index', book_id) or 0.0
-    return series, sum(1 for i in db.all_book_ids() if i != book_id and db.field_for('series', i) == series
+    return series, sum(1 for i in books_of_series(db, series) if i != book_id
                        and (db.field_for('series_index', i) or 0.0) < index)
+
+
+def books_of_series(db: 'Cache', series: str) -> set[int]:
+    """The ids of the books of series, from calibre's own link table (not a walk over every book)."""
+    item_id = db.get_item_id('series', series)
+    return set(db.books_for_field('series', item_id)) if item_id is not None else set()
 
 
 def series_job(provider: 'AIProviderPlugin', conv: 'Conversation', db: 'Cache', book_id: int, title: str,
