@@ -1,14 +1,23 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""Anthropic's Messages API: Claude."""
+"""Anthropic's Messages API: Claude.
 
-from collections.abc import Iterator
+Tools (Capability.TOOLS): declared as `tools: [{name, description, input_schema}]`; a call
+streams as a `tool_use` content block (content_block_start: id, name) whose input comes in
+`input_json_delta.partial_json` pieces, stop_reason `tool_use`. Calls go back as the assistant's
+`tool_use` blocks (input: the arguments as an object, {} when they are not one) and their
+results as `tool_result` blocks (tool_use_id, content) of one user message. structured() is a
+tool too: with no tools offered, a tool's input is the answer's text."""
+
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
-from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink, token_count
+from calibre_plugins.bookai.core.messages import (
+    Message, ReasoningDelta, Role, TextDelta, Tool, Usage, WebLink, token_count,
+)
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, with_payload
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, arguments_object, with_payload
 from calibre_plugins.bookai.providers.caching import cached_blocks
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
@@ -26,7 +35,7 @@ STATUS_OF_ERROR_TYPE = {
     'overloaded_error': 529,
 }
 STOP_REASONS = {'end_turn': 'stop', 'stop_sequence': 'stop', 'max_tokens': 'length', 'pause_turn': 'stop',
-                'tool_use': 'stop'}
+                'tool_use': 'stop'}  # a structured answer's tool; with tools offered, 'tool_calls'
 
 
 class Anthropic(AIProviderPlugin):
@@ -34,7 +43,7 @@ class Anthropic(AIProviderPlugin):
     name = 'anthropic'
     display_name = 'Anthropic'
     description = _("Anthropic's Claude models.")
-    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH
+    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH | Capability.TOOLS
     default_base_url = 'https://api.anthropic.com/v1'
     remote_service = True
     options = (
@@ -58,7 +67,8 @@ class Anthropic(AIProviderPlugin):
         system = '\n\n'.join(m.text for m in messages if m.role in (Role.SYSTEM, Role.DEVELOPER))
         said = [self.message(m, thinking) for m in messages if m.role in (Role.USER, Role.ASSISTANT)]
         # the book's text and the conversation so far cached for the next question (providers/caching.py)
-        payload = {'model': model, 'max_tokens': limit, 'stream': True, 'messages': cached_blocks(messages, said)}
+        payload = {'model': model, 'max_tokens': limit, 'stream': True,
+                   'messages': with_results(messages, cached_blocks(messages, said))}
         if system:
             payload['system'] = system
         if thinking and not max_tokens:
@@ -77,12 +87,25 @@ class Anthropic(AIProviderPlugin):
             payload['tool_choice'] = {'type': 'tool', 'name': name}
         return with_payload(request, change)
 
+    def with_tools(self, request: Request, tools: Sequence[Tool]) -> Request:
+        """The tools, after web search when it is on."""
+        def change(payload: dict) -> None:
+            payload['tools'] = [t for t in payload.get('tools') or () if 'input_schema' not in t] + [
+                {'name': t.name, 'description': t.description, 'input_schema': t.parameters} for t in tools]
+        return with_payload(request, change)
+
     @staticmethod
     def message(m: Message, thinking: int | None) -> dict:
-        """One turn of the conversation as Claude reads it."""
-        if m.role is Role.ASSISTANT and thinking and m.reasoning_details:
+        """One turn of the conversation as Claude reads it: an assistant's tool calls as tool_use
+        blocks after its text."""
+        if m.role is Role.ASSISTANT and (m.tool_calls or (thinking and m.reasoning_details)):
             # with thinking on, Claude wants its signed thinking blocks back
-            return {'role': 'assistant', 'content': list(m.reasoning_details) + [{'type': 'text', 'text': m.text}]}
+            blocks = list(m.reasoning_details) if thinking else []
+            if m.text or not m.tool_calls:
+                blocks.append({'type': 'text', 'text': m.text})
+            blocks += [{'type': 'tool_use', 'id': c.id, 'name': c.name, 'input': arguments_object(c.arguments)}
+                       for c in m.tool_calls]
+            return {'role': 'assistant', 'content': blocks}
         return {'role': m.role.value, 'content': m.text}
 
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
@@ -102,6 +125,10 @@ class Anthropic(AIProviderPlugin):
             elif kind == 'content_block_start':
                 block = dict(data.get('content_block') or {})
                 blocks[data.get('index', 0)] = block
+                if block.get('type') == 'tool_use' and state.tools_offered:
+                    state.tool_calls.begin(data.get('index', 0), block.get('id'), block.get('name'))
+                    if block.get('input'):  # usually {}, the input following in pieces
+                        state.tool_calls.add(data.get('index', 0), block['input'])
                 if block.get('type') == 'web_search_tool_result':
                     for result in block.get('content') or ():
                         if isinstance(result, dict) and result.get('url'):
@@ -116,7 +143,10 @@ class Anthropic(AIProviderPlugin):
                     block['thinking'] = block.get('thinking', '') + delta.get('thinking', '')
                     yield ReasoningDelta(delta.get('thinking', ''))
                 elif dtype == 'input_json_delta' and block.get('type') == 'tool_use':
-                    yield TextDelta(delta.get('partial_json', ''))  # the answer asked for as a tool's input
+                    if state.tools_offered:
+                        state.tool_calls.add(data.get('index', 0), delta.get('partial_json'))
+                    else:
+                        yield TextDelta(delta.get('partial_json', ''))  # the answer asked for as a tool's input
                 elif dtype == 'signature_delta':
                     block['signature'] = block.get('signature', '') + delta.get('signature', '')
                 elif dtype == 'citations_delta':
@@ -128,7 +158,8 @@ class Anthropic(AIProviderPlugin):
                 if reason == 'refusal':
                     raise ResultBlocked(_('Claude declined to answer.'))
                 if reason:
-                    state.finish_reason = STOP_REASONS.get(reason, reason)
+                    state.finish_reason = 'tool_calls' if reason == 'tool_use' and state.tool_calls else \
+                        STOP_REASONS.get(reason, reason)
                 usage.update(usage_fields(data.get('usage')))
             elif kind == 'message_stop':
                 state.finished = True
@@ -155,6 +186,27 @@ class Anthropic(AIProviderPlugin):
     def parse_models(self, data: dict) -> list[Model]:
         return [Model(m['id'], m.get('display_name', ''), timestamp_of(m.get('created_at')), reasoning=True)
                 for m in data.get('data', ()) if m.get('id')]
+
+
+def with_results(messages: list[Message], said: list[dict]) -> list[dict]:
+    """said (the user and assistant turns of messages, in order) with the results of tools put
+    where they were: each run of TOOL messages one user message of tool_result blocks."""
+    turns = iter(said)
+    out: list[dict] = []
+    results: list[dict] = []
+    for m in messages:
+        if m.role is Role.TOOL:
+            results.append({'type': 'tool_result', 'tool_use_id': m.tool_call_id, 'content': m.text})
+            continue
+        if m.role not in (Role.USER, Role.ASSISTANT):
+            continue
+        if results:
+            out.append({'role': 'user', 'content': results})
+            results = []
+        out.append(next(turns))
+    if results:
+        out.append({'role': 'user', 'content': results})
+    return out
 
 
 USAGE_FIELDS = ('input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens')

@@ -221,7 +221,9 @@ class AIProviderPlugin:
     def takes_tools(self, model: str) -> bool:
         """Whether model may be offered tools: the provider's format has them (Capability.TOOLS) and
         the service has not refused them for this model (providers/tool_support.py)."""
-        return bool(self.capabilities & Capability.TOOLS)
+        from calibre_plugins.bookai.providers import tool_support  # late: it reads a file of calibre's cache
+        return bool(self.capabilities & Capability.TOOLS) and not tool_support.refused(
+            self.name, self.config.base_url, model)
 
     def image_model(self, cancel: CancelToken | None = None) -> str:
         """The model that makes images: as set, else the provider's default."""
@@ -324,6 +326,16 @@ def with_payload(request: Request, change: Callable[[dict], None]) -> Request:
     payload = json.loads(request.body or b'{}')
     change(payload)
     return replace(request, body=to_json(payload).encode('utf-8'))
+
+
+def arguments_object(arguments: str) -> dict:
+    """A tool call's arguments (the JSON text a model wrote) as the JSON object the formats that
+    send them back as an object want: {} when they are not one (cut, or not JSON)."""
+    try:
+        value = limits.load_json(arguments)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def strict_schema(schema: Any, dropped: tuple[str, ...]) -> Any:

@@ -9,9 +9,15 @@ Images (covers), two ways, as the model's name says (ai.google.dev/gemini-api/do
   TEXT and IMAGE and imageConfig.aspectRatio; the image in a part's inlineData, the
   image to change sent as inlineData too. A refusal is promptFeedback.blockReason (the
   prompt) or a finishReason such as IMAGE_SAFETY (the image).
+
+Tools (Capability.TOOLS): declared as `tools: [{functionDeclarations: [{name, description,
+parameters}]}]` (parameters in Gemini's subset of OpenAPI's schema; Google Search is not offered
+with them); a call comes whole, a `functionCall` part ({name, args}, perhaps an id) of the model's
+turn, the finishReason STOP. Calls go back as the model turn's functionCall parts, and their
+results as `functionResponse` parts ({name, response: {result}}) of one user turn.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from urllib.parse import quote
 from typing import Any
 
@@ -19,10 +25,10 @@ from calibre_plugins.bookai.core.errors import (
     NotConfigured, PromptBlocked, ProviderError, ResultBlocked, error_for_status,
 )
 from calibre_plugins.bookai.core.images import Image, ImageResult, image_from_base64, no_image, said
-from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink
+from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Tool, Usage, WebLink
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, strict_schema, with_payload
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, arguments_object, strict_schema, with_payload
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.pricing import count
@@ -46,6 +52,27 @@ def openapi_types(schema: Any) -> Any:
     if isinstance(schema, list):
         return [openapi_types(v) for v in schema]
     return schema
+
+
+def contents_of(messages: list[Message]) -> list[dict]:
+    """The conversation as Gemini's contents: user and model turns as in the conversation, a
+    model's tool calls as functionCall parts after its text, each run of tools' results one user
+    turn of functionResponse parts."""
+    contents: list[dict] = []
+    for m in messages:
+        if m.role is Role.TOOL:
+            part = {'functionResponse': {'name': m.tool_name, 'response': {'result': m.text}}}
+            if contents and contents[-1].get('results'):
+                contents[-1]['parts'].append(part)
+            else:
+                contents.append({'role': 'user', 'parts': [part], 'results': True})
+        elif m.role in (Role.USER, Role.ASSISTANT):
+            parts: list[dict] = [{'text': m.text}] if m.text or not m.tool_calls else []
+            parts += [{'functionCall': {'name': c.name, 'args': arguments_object(c.arguments)}} for c in m.tool_calls]
+            contents.append({'role': 'model' if m.role is Role.ASSISTANT else 'user', 'parts': parts})
+    for c in contents:
+        c.pop('results', None)
+    return contents
 
 
 def model_path(model: str) -> str:
@@ -76,7 +103,8 @@ class GoogleGemini(AIProviderPlugin):
     display_name = 'Google Gemini'
     description = _("Google's Gemini models. A free tier is available, with low limits.")
     capabilities = (Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH | Capability.EMBEDDINGS
-                    | Capability.IMAGE_GENERATION | Capability.IMAGE_EDITING)  # editing: the Gemini image models only
+                    | Capability.IMAGE_GENERATION | Capability.IMAGE_EDITING  # editing: the Gemini image models only
+                    | Capability.TOOLS)
     default_base_url = 'https://generativelanguage.googleapis.com/v1beta'
     remote_service = True
     default_embedding_model = 'gemini-embedding-001'
@@ -94,9 +122,7 @@ class GoogleGemini(AIProviderPlugin):
     def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         system = '\n\n'.join(m.text for m in messages if m.role in (Role.SYSTEM, Role.DEVELOPER))
         # every turn stays a turn of its own: user and model alternate as in the conversation
-        payload: dict[str, Any] = {'contents': [
-            {'role': 'model' if m.role is Role.ASSISTANT else 'user', 'parts': [{'text': m.text}]}
-            for m in messages if m.role in (Role.USER, Role.ASSISTANT)]}
+        payload: dict[str, Any] = {'contents': contents_of(messages)}
         if system:
             payload['systemInstruction'] = {'parts': [{'text': system}]}
         config: dict[str, Any] = {}
@@ -123,6 +149,15 @@ class GoogleGemini(AIProviderPlugin):
             config['responseSchema'] = openapi_types(strict_schema(schema, ('additionalProperties', 'title')))
         return with_payload(request, change)
 
+    def with_tools(self, request: Request, tools: Sequence[Tool]) -> Request:
+        """The tools as function declarations, their parameters without the keywords Gemini's
+        schema refuses."""
+        def change(payload: dict) -> None:
+            payload['tools'] = [{'functionDeclarations': [
+                {'name': t.name, 'description': t.description, 'parameters': openapi_types(strict_schema(
+                    t.parameters, ('additionalProperties', 'title', '$schema')))} for t in tools]}]
+        return with_payload(request, change)
+
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         for event in events:
             data = json_of(event, self.display_name)
@@ -143,6 +178,10 @@ class GoogleGemini(AIProviderPlugin):
                 for part in (candidate.get('content') or {}).get('parts') or ():
                     if text := part.get('text'):
                         yield ReasoningDelta(text) if part.get('thought') else TextDelta(text)
+                    if call := part.get('functionCall'):
+                        key = call.get('id') or f'part {len(state.tool_calls.calls)}'
+                        state.tool_calls.begin(key, call.get('id'), call.get('name'))
+                        state.tool_calls.add(key, call.get('args') or {})
                 for chunk in (candidate.get('groundingMetadata') or {}).get('groundingChunks') or ():
                     web = chunk.get('web') or {}
                     if web.get('uri'):
@@ -151,7 +190,7 @@ class GoogleGemini(AIProviderPlugin):
                     if reason not in FINISH_REASONS and reason != 'FINISH_REASON_UNSPECIFIED':
                         raise ResultBlocked(_('Google stopped the answer ({reason}).').format(
                             reason=reason_words(reason)))
-                    state.finish_reason = FINISH_REASONS.get(reason, 'stop')
+                    state.finish_reason = 'tool_calls' if state.tool_calls else FINISH_REASONS.get(reason, 'stop')
                     state.finished = True
 
     def embed_request(self, texts: list[str], model: str) -> Request:

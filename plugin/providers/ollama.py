@@ -1,15 +1,20 @@
 # License: GPLv3 Copyright: the Book AI developers
-"""Ollama, on this computer or on one you run it on."""
+"""Ollama, on this computer or on one you run it on.
+
+Tools (Capability.TOOLS): declared in OpenAI's function shape (`tools: [{type: function,
+function: {name, description, parameters}}]`); a model's calls come whole in a chunk's
+`message.tool_calls` ({function: {name, arguments: an object}}); they go back as the assistant
+message's tool_calls, and each result as a `tool` message naming its tool_name."""
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import error_for_status
-from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage
+from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Tool, Usage
 from calibre_plugins.bookai.core.transport import Request
-from calibre_plugins.bookai.providers.base import AIProviderPlugin, with_payload
+from calibre_plugins.bookai.providers.base import AIProviderPlugin, arguments_object, with_payload
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.configuration import ProviderConfig
 from calibre_plugins.bookai.providers.context import ContextWindow, window_tokens
@@ -25,7 +30,7 @@ class Ollama(AIProviderPlugin):
     name = 'ollama'
     display_name = 'Ollama'
     description = _('Models you run with Ollama. On this computer, nothing leaves it.')
-    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.EMBEDDINGS
+    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.EMBEDDINGS | Capability.TOOLS
     needs_key = False
     default_base_url = 'http://localhost:11434'
     default_read_timeout = 600.0
@@ -43,9 +48,7 @@ class Ollama(AIProviderPlugin):
         return dict(parse_headers(config.option('headers') or ()))
 
     def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
-        payload = {'model': model, 'stream': True, 'messages': [
-            {'role': 'system' if m.role in (Role.SYSTEM, Role.DEVELOPER) else m.role.value, 'content': m.text}
-            for m in messages]}
+        payload: dict[str, Any] = {'model': model, 'stream': True, 'messages': [chat_message(m) for m in messages]}
         effort = self.config.option('reasoning_effort')
         if effort == 'none':
             payload['think'] = False
@@ -64,6 +67,13 @@ class Ollama(AIProviderPlugin):
         """Ollama's format, a JSON schema."""
         def change(payload: dict) -> None:
             payload['format'] = schema
+        return with_payload(request, change)
+
+    def with_tools(self, request: Request, tools: Sequence[Tool]) -> Request:
+        """The tools as functions, in OpenAI's shape."""
+        def change(payload: dict) -> None:
+            payload['tools'] = [{'type': 'function', 'function': {
+                'name': t.name, 'description': t.description, 'parameters': t.parameters}} for t in tools]
         return with_payload(request, change)
 
     def served_context(self, model: str, cancel: CancelToken) -> ContextWindow | None:
@@ -90,8 +100,14 @@ class Ollama(AIProviderPlugin):
                 yield ReasoningDelta(thinking)
             if content := message.get('content'):
                 yield TextDelta(content)
+            for call in message.get('tool_calls') or ():
+                function = call.get('function') or {}
+                key = call.get('id') or f'call {len(state.tool_calls.calls)}'  # each comes whole
+                state.tool_calls.begin(key, call.get('id'), function.get('name'))
+                state.tool_calls.add(key, function.get('arguments'))
             if obj.get('done'):
-                state.finish_reason = 'length' if obj.get('done_reason') == 'length' else 'stop'
+                state.finish_reason = 'length' if obj.get('done_reason') == 'length' else \
+                    'tool_calls' if state.tool_calls else 'stop'
                 state.usage = Usage(obj.get('prompt_eval_count'), obj.get('eval_count'))
                 state.finished = True
 
@@ -112,6 +128,19 @@ class Ollama(AIProviderPlugin):
     def parse_models(self, data: dict) -> list[Model]:
         return [Model(m.get('model') or m['name'], m.get('name', ''), timestamp_of(m.get('modified_at')))
                 for m in data.get('models', ()) if m.get('model') or m.get('name')]
+
+
+def chat_message(m: Message) -> dict:
+    """One message as Ollama's /api/chat takes it: an assistant's tool calls with their arguments
+    as an object, a tool's result naming its tool."""
+    wire: dict[str, Any] = {'role': 'system' if m.role in (Role.SYSTEM, Role.DEVELOPER) else m.role.value,
+                            'content': m.text}
+    if m.role is Role.TOOL:
+        wire['tool_name'] = m.tool_name
+    elif m.tool_calls:
+        wire['tool_calls'] = [{'function': {'name': c.name, 'arguments': arguments_object(c.arguments)}}
+                              for c in m.tool_calls]
+    return wire
 
 
 NUM_CTX = re.compile(r'^num_ctx[ \t]+(\d{1,15})[ \t]*$', re.MULTILINE)

@@ -8,16 +8,23 @@ route: base.py).
 Images (covers): an OpenAI-compatible server through OpenAI's /images/generations (as
 LocalAI and stable-diffusion.cpp's server speak it: a "WxH" size, base64 asked for); xAI
 through its images API (/images/generations and, with a JSON body, /images/edits:
-docs.x.ai)."""
+docs.x.ai).
 
-from collections.abc import Iterator
+Tools (Capability.TOOLS): declared as `tools: [{type: function, function: {name, description,
+parameters}}]`; a model's calls come back streamed in `delta.tool_calls[i]` (index, id,
+function.name, then function.arguments in pieces), finish_reason `tool_calls`; they are sent
+back as the assistant message's `tool_calls` ({id, type: function, function: {name,
+arguments}}, its content null when it said nothing), each result a `tool` message naming its
+tool_call_id."""
+
+from collections.abc import Iterator, Sequence
 from typing import Any, cast, overload
 
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
 from calibre_plugins.bookai.core.images import Image, ImageResult, images_api_result
-from calibre_plugins.bookai.core.messages import Cost, Message, ReasoningDelta, Role, TextDelta, Usage
+from calibre_plugins.bookai.core.messages import Cost, Message, ReasoningDelta, Role, TextDelta, Tool, Usage
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import AIProviderPlugin, with_payload
@@ -33,7 +40,8 @@ load_translations()
 
 EFFORTS = ('high', 'medium', 'low')
 # "developer" is OpenAI's newer name for system; most compatible servers know only system
-WIRE_ROLES = {Role.SYSTEM: 'system', Role.DEVELOPER: 'system', Role.USER: 'user', Role.ASSISTANT: 'assistant'}
+WIRE_ROLES = {Role.SYSTEM: 'system', Role.DEVELOPER: 'system', Role.USER: 'user', Role.ASSISTANT: 'assistant',
+              Role.TOOL: 'tool'}
 
 
 # the sampling temperature, in the range the OpenAI chat API allows; -1 sends none
@@ -50,10 +58,10 @@ def finish_reason_of(reason: str | None) -> str:
 class OpenAIChat(AIProviderPlugin):
     """Base for the chat-completions services: subclasses set where and how."""
 
-    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING
+    capabilities = Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.TOOLS
 
     def chat_messages(self, messages: list[Message]) -> list[dict]:
-        return [{'role': WIRE_ROLES[m.role], 'content': m.text} for m in messages]
+        return [chat_message(m) for m in messages]
 
     def chat_payload(self, messages: list[Message], model: str, max_tokens: int | None) -> dict:
         payload: dict[str, Any] = {'model': model, 'messages': self.chat_messages(messages), 'stream': True,
@@ -89,7 +97,15 @@ class OpenAIChat(AIProviderPlugin):
             payload['response_format'] = {'type': 'json_schema', 'json_schema': {'name': name, 'schema': schema}}
         return with_payload(request, change)
 
+    def with_tools(self, request: Request, tools: Sequence[Tool]) -> Request:
+        """The tools as functions (`tools: [{type: function, function: {...}}]`)."""
+        def change(payload: dict) -> None:
+            payload['tools'] = [{'type': 'function', 'function': {
+                'name': t.name, 'description': t.description, 'parameters': t.parameters}} for t in tools]
+        return with_payload(request, change)
+
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
+        last_call: object = 0  # the call a piece with neither index nor id belongs to
         for event in events:
             if event.data == '[DONE]':
                 state.finished = True
@@ -108,12 +124,16 @@ class OpenAIChat(AIProviderPlugin):
                     yield ReasoningDelta(reasoning)
                 if content := delta.get('content'):
                     yield TextDelta(content)
+                for call in delta.get('tool_calls') or ():
+                    last_call = read_call(call, state, last_call)
                 if reason := choice.get('finish_reason'):
                     if reason == 'content_filter':
                         raise ResultBlocked(_('{provider} blocked the answer.').format(provider=self.display_name))
                     state.finish_reason = finish_reason_of(reason)
         # servers that send no [DONE] still end with a finish reason
         state.finished = state.finished or bool(state.finish_reason)
+        if state.tool_calls and state.finish_reason == 'stop':  # some servers say stop after calls
+            state.finish_reason = 'tool_calls'
 
     def stream_error(self, error: object, model: str) -> ProviderError:
         """The ProviderError for an error a server reports inside a stream."""
@@ -146,6 +166,31 @@ class OpenAIChat(AIProviderPlugin):
     def parse_models(self, data: dict) -> list[Model]:
         return [Model(m['id'], m.get('name', ''), number(m.get('created')), number(m.get('context_length'), int))
                 for m in data.get('data', ()) if isinstance(m, dict) and m.get('id')]
+
+
+def chat_message(m: Message) -> dict:
+    """One message as chat completions sends it: an assistant's with its tool calls, a tool's
+    result with the id of the call it answers."""
+    wire: dict[str, Any] = {'role': WIRE_ROLES[m.role], 'content': m.text}
+    if m.role is Role.TOOL:
+        wire['tool_call_id'] = m.tool_call_id
+    elif m.role is Role.ASSISTANT and m.tool_calls:
+        wire['content'] = m.text or None
+        wire['tool_calls'] = [{'id': c.id, 'type': 'function', 'function': {'name': c.name, 'arguments': c.arguments}}
+                              for c in m.tool_calls]
+    return wire
+
+
+def read_call(call: dict, state: StreamState, last: object) -> object:
+    """One piece of a streamed tool call (delta.tool_calls[i]) into state.tool_calls, under its
+    index (else its id, else the call before's); the key it went under."""
+    key = call.get('index')
+    if key is None:
+        key = call.get('id') or last
+    function = call.get('function') or {}
+    state.tool_calls.begin(key, call.get('id'), function.get('name'))
+    state.tool_calls.add(key, function.get('arguments'))
+    return key
 
 
 PRESETS = (  # value, label, base URL

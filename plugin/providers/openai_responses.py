@@ -3,16 +3,23 @@
 embeddings through /embeddings (base.py); its images (covers) through the images API:
 /images/generations to make one, /images/edits (multipart/form-data) to change one
 (platform.openai.com/docs/api-reference/images). The gpt-image models answer in base64
-and report their usage in tokens, which are priced as calibre prices them."""
+and report their usage in tokens, which are priced as calibre prices them.
+
+Tools (Capability.TOOLS): declared as `tools: [{type: function, name, description,
+parameters}]` (beside web search, when it is on); a model's call streams as an output item
+(`response.output_item.added`, type function_call: call_id, name) and its arguments in
+`response.function_call_arguments.delta` pieces (`.done` repeats them whole), keyed by the
+item's output_index; they are sent back as `function_call` input items and each result as a
+`function_call_output` (call_id, output)."""
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
 from calibre_plugins.bookai.core.errors import ProviderError, ResultBlocked, error_for_status
 from calibre_plugins.bookai.core.images import Image, ImageResult, images_api_result
-from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Usage, WebLink
+from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Tool, Usage, WebLink
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers import pricing
@@ -56,7 +63,7 @@ class OpenAI(AIProviderPlugin):
     display_name = 'OpenAI'
     description = _("OpenAI's GPT models.")
     capabilities = (Capability.TEXT_TO_TEXT | Capability.REASONING | Capability.WEB_SEARCH | Capability.EMBEDDINGS
-                    | Capability.IMAGE_GENERATION | Capability.IMAGE_EDITING)
+                    | Capability.IMAGE_GENERATION | Capability.IMAGE_EDITING | Capability.TOOLS)
     default_base_url = 'https://api.openai.com/v1'
     remote_service = True
     default_embedding_model = 'text-embedding-3-small'
@@ -73,10 +80,8 @@ class OpenAI(AIProviderPlugin):
 
     def chat_request(self, messages: list[Message], model: str, max_tokens: int | None = None) -> Request:
         instructions = '\n\n'.join(m.text for m in messages if m.role in (Role.SYSTEM, Role.DEVELOPER))
-        payload = {'model': model, 'stream': True, 'store': False, 'input': [
-            {'role': m.role.value, 'content': [
-                {'type': 'output_text' if m.role is Role.ASSISTANT else 'input_text', 'text': m.text}]}
-            for m in messages if m.role in (Role.USER, Role.ASSISTANT)]}
+        payload = {'model': model, 'stream': True, 'store': False,
+                   'input': [item for m in messages for item in input_items(m)]}
         if instructions:
             payload['instructions'] = instructions
         if max_tokens:
@@ -99,6 +104,14 @@ class OpenAI(AIProviderPlugin):
                                           'schema': strict_schema(schema, ('maxLength', 'minLength', 'title'))}}
         return with_payload(request, change)
 
+    def with_tools(self, request: Request, tools: Sequence[Tool]) -> Request:
+        """The tools as functions, after web search when it is on."""
+        def change(payload: dict) -> None:
+            payload['tools'] = [t for t in payload.get('tools') or () if t.get('type') != 'function'] + [
+                {'type': 'function', 'name': t.name, 'description': t.description, 'parameters': t.parameters}
+                for t in tools]
+        return with_payload(request, change)
+
     def read_stream(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[TextDelta | ReasoningDelta]:
         summary_parts = 0
         for event in events:
@@ -116,6 +129,16 @@ class OpenAI(AIProviderPlugin):
                 a = data.get('annotation') or {}
                 if a.get('type') == 'url_citation' and a.get('url'):
                     state.web_links.append(WebLink(a.get('title', ''), a['url']))
+            elif kind in ('response.output_item.added', 'response.output_item.done'):
+                item = data.get('item') or {}
+                if item.get('type') == 'function_call':
+                    key = item_key(data, item.get('id'))
+                    state.tool_calls.begin(key, item.get('call_id'), item.get('name'))
+                    state.tool_calls.whole(key, item.get('arguments'))
+            elif kind == 'response.function_call_arguments.delta':
+                state.tool_calls.add(item_key(data, data.get('item_id')), data.get('delta'))
+            elif kind == 'response.function_call_arguments.done':
+                state.tool_calls.whole(item_key(data, data.get('item_id')), data.get('arguments'))
             elif kind in ('response.created', 'response.in_progress'):
                 response = data.get('response') or {}
                 state.model = response.get('model') or state.model
@@ -146,6 +169,8 @@ class OpenAI(AIProviderPlugin):
             if reason == 'content_filter':
                 raise ResultBlocked(_('OpenAI blocked the answer.'))
             state.finish_reason = 'length' if reason == 'max_output_tokens' else reason or 'length'
+        elif state.tool_calls:
+            state.finish_reason = 'tool_calls'
         state.finished = True
 
     def error_of(self, error: dict, model: str) -> ProviderError:
@@ -187,6 +212,29 @@ class OpenAI(AIProviderPlugin):
         return images_api_result(data, self.display_name, model, image_usage(data.get('usage'), model))
 
     # }}}
+
+
+def input_items(m: Message) -> list[dict]:
+    """One message as the Responses API's input items: a turn of text; an assistant's tool calls
+    as function_call items after its text (if any); a tool's result as a function_call_output."""
+    if m.role is Role.TOOL:
+        return [{'type': 'function_call_output', 'call_id': m.tool_call_id, 'output': m.text}]
+    if m.role not in (Role.USER, Role.ASSISTANT):
+        return []
+    items: list[dict] = []
+    if m.text or not m.tool_calls:
+        items.append({'role': m.role.value, 'content': [
+            {'type': 'output_text' if m.role is Role.ASSISTANT else 'input_text', 'text': m.text}]})
+    if m.role is Role.ASSISTANT:
+        items += [{'type': 'function_call', 'call_id': c.id, 'name': c.name, 'arguments': c.arguments}
+                  for c in m.tool_calls]
+    return items
+
+
+def item_key(data: dict, item_id: object) -> object:
+    """The key a function call's events share: its output_index, else its item's id."""
+    index = data.get('output_index')
+    return index if isinstance(index, int) else item_id
 
 
 def image_usage(usage: object, model: str) -> Usage:

@@ -44,9 +44,9 @@ CACHE_CONTROL_MODELS = ('anthropic/', 'google/gemini')
 def cache_marked(messages: list[Message], wire: list[dict], book_only: bool = False) -> list[dict]:
     """wire (messages as chat completions sends them) with the book's text of each question a
     content part of its own and cache breakpoints as providers.caching.cached_blocks() places them
-    (with book_only, the book's text of the last question only)."""
-    said = iter(cached_blocks(messages, [w for w in wire if w.get('role') != 'system'], book_only))
-    return [w if w.get('role') == 'system' else next(said) for w in wire]
+    (with book_only, the book's text of the last question only). Tools' results keep their content."""
+    said = iter(cached_blocks(messages, [w for w in wire if w.get('role') not in ('system', 'tool')], book_only))
+    return [w if w.get('role') in ('system', 'tool') else next(said) for w in wire]
 
 
 def openrouter_family(model: Model) -> str:

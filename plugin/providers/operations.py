@@ -72,7 +72,7 @@ class Answering(Operation):
     def streamed(self, messages: Iterable[Message], use_model: str, cancel: CancelToken,
                  max_tokens: int | None, schema: dict | None = None,
                  tools: tuple[Tool, ...] = ()) -> Iterator[Chunk]:
-        p, state, model = self.provider, StreamState(), use_model
+        p, state, model = self.provider, StreamState(tools_offered=bool(tools)), use_model
         try:
             p.config.check_setup()
             model = use_model or p.choose_model(cancel=cancel)

@@ -57,6 +57,13 @@ class ToolCallsRead:
         call[2].append(piece)
         call[3] += len(piece)
 
+    def whole(self, key: object, arguments: object) -> None:
+        """A call's arguments given whole at its end (as some formats repeat them): kept only
+        when no piece of them came before."""
+        call = self.call(key)
+        if call is not None and not call[3]:
+            self.add(key, arguments)
+
     def call(self, key: object) -> list | None:
         if not isinstance(key, (str, int)) or isinstance(key, bool):
             key = repr(type(key))
@@ -86,6 +93,9 @@ class StreamState:
     reasoning_details: list[dict] = field(default_factory=list)
     finished: bool = False      # the service said the answer is complete
     tool_calls: ToolCallsRead = field(default_factory=ToolCallsRead)
+    # the request offered tools: a tool the model uses is a call (Anthropic's structured answer
+    # is a tool's input too, and is the answer's text when no tools were offered)
+    tools_offered: bool = False
 
     def checked(self) -> None:
         """Drop what a broken stream put here with the wrong type: a count that is not a
