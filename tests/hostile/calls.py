@@ -44,6 +44,49 @@ class CallSurface(Surface):
         return code_ran(where)
 
 
+# a model's calls of tools {{{
+
+class ToolCalls(CallSurface):
+    """The tools a model asks to be run, as a stream's reader hands them on (ToolCallsRead, then
+    ToolCall: bounded, one printable line of a name) and as they are sent back to the service
+    (providers.base.arguments_object: the arguments as an object, {} when they are not one).
+    Quiet: a call cut (ToolCall.cut), or with arguments that are no object, is the model's to be
+    told of (the lookup loop answers it as a bad call), not the reader's."""
+
+    quiet = True
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        if attack == 'control_chars':
+            return [Payload('escapes in the name and the id', [(P.with_escapes('id'), P.with_escapes('search'), '{}')])]
+        if attack == 'oversized':
+            return [Payload('arguments of 64 MB', [('a', 'search', '"' + 'x' * 64 * MB + '"')], 64 * MB),
+                    Payload('a name of 64 MB', [('a', 'x' * 64 * MB, '{}')], 64 * MB),
+                    Payload('100,000 calls', [(str(i), 'search', '{}') for i in range(100_000)], 20 * MB)]
+        if attack == 'deep_json':
+            return [Payload('arguments nested 100,000 levels', [('a', 'search', P.DEEP.decode())])]
+        if attack == 'wrong_types':
+            return [Payload(f'{k} as {name}', [(v, 'search', '{}') if k == 'id' else ('a', v, '{}') if k == 'name'
+                                              else ('a', 'search', v)])
+                    for k in ('id', 'name', 'arguments') for name, v in P.JSON_TYPES.items() if not isinstance(v, str)]
+        raise ValueError(attack)
+
+    def call(self, data: Any, where: Path, ctx: Context) -> Observed:
+        from calibre_plugins.bookai.providers.base import arguments_object
+        from calibre_plugins.bookai.providers.streaming import ToolCallsRead
+        read = ToolCallsRead()
+        for i, (call_id, name, arguments) in enumerate(data):
+            read.begin(i, call_id, name)
+            read.add(i, arguments)
+        calls = read.finished()
+        sent = [arguments_object(c.arguments) for c in calls]
+        seen = Observed(facts={'count': len(calls), 'sent': len(sent)})
+        seen.shown = [t for c in calls for t in (c.id, c.name, c.arguments)]
+        return seen
+
+
+# }}}
+
+
 # web pages an answer names {{{
 
 class WebLinks(CallSurface):

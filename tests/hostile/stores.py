@@ -357,6 +357,38 @@ class ModelsCache(FileSurface):
         return seen
 
 
+class ToolSupportFile(FileSurface):
+    """Which models refused tools (providers/tool_support.py), read when a question may offer
+    tools, then a refusal kept: a cache, so a damaged one is set aside silently (tools are only
+    offered again) and a new one begun, never over it."""
+
+    name = 'tool-support.json'
+    bound = 'providers.tool_support:MAX_FILE_BYTES'
+    quiet = True
+    cache = True
+
+    def good_value(self, where: Path) -> Any:
+        tool_support = plugin('providers.tool_support')
+        path = where / 'good-tool-support.json'
+        tool_support.remember_refusal(tool_provider(), 'qwen', str(path), now=1_700_000_000.0)
+        return json.loads(path.read_text())
+
+    def read(self, path: Path, where: Path, ctx: Context) -> Observed:
+        tool_support = plugin('providers.tool_support')
+        kept = tool_support.read(str(path))
+        seen = Observed(facts={'count': len(kept), 'numbers': list(kept.values())})
+        seen.facts['refused'] = tool_support.refused('openai_compatible', 'http://127.0.0.1:8080/v1', 'qwen',
+                                                     str(path), now=1_700_000_100.0)
+        tool_support.remember_refusal(tool_provider(), 'other', str(path))
+        return seen
+
+
+def tool_provider() -> Any:
+    registry = plugin('providers.registry')
+    return registry.get_provider('openai_compatible', settings={'base_url': 'http://127.0.0.1:8080/v1',
+                                                                'model': 'qwen'})
+
+
 class TextCacheFile(FileSurface):
     """A book's cached text (grounding/cache.py), read for the book it was written for."""
 
