@@ -39,7 +39,8 @@ from calibre_plugins.bookai.providers.streaming import StreamState, json_of
 load_translations()
 
 THINKING_BUDGETS = {'high': 24576, 'medium': 8192, 'low': 1024, 'none': 0}
-FINISH_REASONS = {'STOP': 'stop', 'MAX_TOKENS': 'length'}
+# FUNCTION_CALL is not Google's (its calls end STOP), but servers that copy the API (aimock) say it
+FINISH_REASONS = {'STOP': 'stop', 'MAX_TOKENS': 'length', 'FUNCTION_CALL': 'tool_calls'}
 STATUS_OF_ERROR = {'INVALID_ARGUMENT': 400, 'FAILED_PRECONDITION': 400, 'UNAUTHENTICATED': 401,
                    'PERMISSION_DENIED': 403, 'NOT_FOUND': 404, 'RESOURCE_EXHAUSTED': 429, 'INTERNAL': 500,
                    'UNAVAILABLE': 503, 'DEADLINE_EXCEEDED': 504}
