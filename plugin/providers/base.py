@@ -16,7 +16,10 @@ A provider is one small class that knows its wire format and nothing else:
 - where a service differs, the choices below their defaults: `address()`, `auth_headers()`,
   `extra_headers()`, `prepare_chat()`, `estimate_cost()`, `prepare_image()`, `image_model()`,
   `automatic_model()`, `pick_for_tier()`, `served_context()`, `structured()` (an answer in JSON
-  of a given shape, where the service can be asked for one).
+  of a given shape, where the service can be asked for one);
+- with Capability.TOOLS: `with_tools()` (the tools declared in the format's shape), and
+  `chat_request()` and `read_stream()` writing and reading tool calls and their results
+  (providers/tool_support.py remembers the models whose service refused them).
 
 The rest is made of parts, one job each, the same for every service:
 
