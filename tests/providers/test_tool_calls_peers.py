@@ -35,9 +35,9 @@ def provider(kind, url, model=None):
                                                      'model': model or MODEL_OF[kind], 'api_key': 'test-key-0123456789'})
 
 
-def ask(p, messages, tools=TOOLS):
+def ask(p, messages, tools=TOOLS, max_tokens=None):
     answer = Answer()
-    for chunk in p.text_chat(list(messages), tools=tools):
+    for chunk in p.text_chat(list(messages), tools=tools, max_tokens=max_tokens):
         answer.add(chunk)
     assert answer.failed is None, answer.failed
     return answer
@@ -165,18 +165,26 @@ def test_qwen_takes_tools_calls_and_results():
     call as text (even made to call one, with tool_choice required or told to write the call),
     which this build does not read as tool_calls: only what holds for the real server is asserted.
     Then a conversation holding a call and its result, in OpenAI's shape, goes through the
-    template (which renders each call's arguments and the tool's message) and is answered."""
+    template (which renders each call's arguments and the tool's message) and is answered, through
+    its chat completions route and, from Anthropic's and the Responses shapes, its others."""
     with LlamaServer('qwen', alias='qwen', ctx=4096, extra_args=('--temp', '0', '-n', '40')) as qwen:
         p = provider('openai_chat', qwen.base_url, 'qwen')
         question = [Message(Role.SYSTEM, 'You answer questions about a book, using its tools.'),
                     Message(Role.USER, 'Use the search_book tool to find the words "Netherfield ball".')]
-        offered = ask(p, question)
+        offered = ask(p, question, max_tokens=40)
         assert offered.done.model == 'qwen' and offered.done.finish_reason in ('stop', 'tool_calls', 'length')
         assert offered.text or offered.done.tool_calls
         assert all(c.name in ('search_book', 'character') for c in offered.done.tool_calls)
         call = ToolCall('call_1', 'search_book', '{"query": "Netherfield ball"}')
         result = Message(Role.TOOL, 'Passage 12: "The ball at Netherfield was crowded."', tool_call_id='call_1',
                          tool_name='search_book')
-        final = ask(p, question + [Message(Role.ASSISTANT, '', tool_calls=(call,)), result])
+        conversation = question + [Message(Role.ASSISTANT, '', tool_calls=(call,)), result]
+        final = ask(p, conversation, max_tokens=40)
         assert final.text and final.done.finish_reason in ('stop', 'length', 'tool_calls')
         assert final.done.usage.input_tokens > offered.done.usage.input_tokens  # the call and result were read
+        # its Anthropic and Responses routes turn those formats' calls and results into the same
+        # template's: the tool_use and tool_result blocks, the function_call items are accepted
+        for kind in ('anthropic', 'responses'):
+            other = ask(provider(kind, qwen.base_url, 'qwen'), conversation, max_tokens=40)
+            assert other.text, kind
+            assert other.done.usage.input_tokens > offered.done.usage.input_tokens, kind
