@@ -13,7 +13,9 @@ Images (covers), two ways, as the model's name says (ai.google.dev/gemini-api/do
 Tools (Capability.TOOLS): declared as `tools: [{functionDeclarations: [{name, description,
 parameters}]}]` (parameters in Gemini's subset of OpenAPI's schema; Google Search is not offered
 with them); a call comes whole, a `functionCall` part ({name, args}, perhaps an id) of the model's
-turn, the finishReason STOP. Calls go back as the model turn's functionCall parts, and their
+turn, the finishReason STOP, with the thoughtSignature a thinking model signs it with (kept in
+the Done's reasoning_details, sent back with the call, as Gemini 3 requires). Calls go back as
+the model turn's functionCall parts, and their
 results as `functionResponse` parts ({name, response: {result}}) of one user turn.
 """
 
@@ -25,7 +27,9 @@ from calibre_plugins.bookai.core.errors import (
     NotConfigured, PromptBlocked, ProviderError, ResultBlocked, error_for_status,
 )
 from calibre_plugins.bookai.core.images import Image, ImageResult, image_from_base64, no_image, said
-from calibre_plugins.bookai.core.messages import Message, ReasoningDelta, Role, TextDelta, Tool, Usage, WebLink
+from calibre_plugins.bookai.core.messages import (
+    MAX_TOOL_CALLS, Message, ReasoningDelta, Role, TextDelta, Tool, Usage, WebLink,
+)
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Request
 from calibre_plugins.bookai.providers.base import AIProviderPlugin, arguments_object, strict_schema, with_payload
@@ -55,24 +59,36 @@ def openapi_types(schema: Any) -> Any:
     return schema
 
 
+# the signed thought a thinking model (Gemini 3) sends with a call, which it wants back with
+# the call: kept in the Done's reasoning_details, by the call's place in the answer
+SIGNATURE = 'gemini_call_signature'
+MAX_SIGNATURE_CHARS = 64_000
+
+
 def contents_of(messages: list[Message]) -> list[dict]:
     """The conversation as Gemini's contents: user and model turns as in the conversation, a
-    model's tool calls as functionCall parts after its text, each run of tools' results one user
-    turn of functionResponse parts."""
+    model's tool calls as functionCall parts after its text (each with the thoughtSignature it
+    came with), each run of tools' results one user turn of functionResponse parts."""
     contents: list[dict] = []
     for m in messages:
         if m.role is Role.TOOL:
-            part = {'functionResponse': {'name': m.tool_name, 'response': {'result': m.text}}}
+            result: dict[str, Any] = {'functionResponse': {'name': m.tool_name, 'response': {'result': m.text}}}
             if contents and contents[-1].get('results'):
-                contents[-1]['parts'].append(part)
+                contents[-1]['parts'].append(result)
             else:
-                contents.append({'role': 'user', 'parts': [part], 'results': True})
+                contents.append({'role': 'user', 'parts': [result], 'results': True})
         elif m.role in (Role.USER, Role.ASSISTANT):
             parts: list[dict] = [{'text': m.text}] if m.text or not m.tool_calls else []
-            parts += [{'functionCall': {'name': c.name, 'args': arguments_object(c.arguments)}} for c in m.tool_calls]
+            signatures = {d.get('call'): d.get('signature') for d in m.reasoning_details
+                          if isinstance(d, dict) and d.get('type') == SIGNATURE}
+            for i, call in enumerate(m.tool_calls):
+                part: dict[str, Any] = {'functionCall': {'name': call.name, 'args': arguments_object(call.arguments)}}
+                if isinstance(signatures.get(i), str):
+                    part['thoughtSignature'] = signatures[i]
+                parts.append(part)
             contents.append({'role': 'model' if m.role is Role.ASSISTANT else 'user', 'parts': parts})
-    for c in contents:
-        c.pop('results', None)
+    for turn in contents:
+        turn.pop('results', None)
     return contents
 
 
@@ -180,9 +196,15 @@ class GoogleGemini(AIProviderPlugin):
                     if text := part.get('text'):
                         yield ReasoningDelta(text) if part.get('thought') else TextDelta(text)
                     if call := part.get('functionCall'):
-                        key = call.get('id') or f'part {len(state.tool_calls.calls)}'
+                        number = len(state.tool_calls.calls)
+                        key = call.get('id') or f'part {number}'
                         state.tool_calls.begin(key, call.get('id'), call.get('name'))
                         state.tool_calls.add(key, call.get('args') or {})
+                        signature = part.get('thoughtSignature')
+                        if isinstance(signature, str) and len(signature) <= MAX_SIGNATURE_CHARS and \
+                                number < MAX_TOOL_CALLS:
+                            state.reasoning_details.append({'type': SIGNATURE, 'call': number,
+                                                            'signature': signature})
                 for chunk in (candidate.get('groundingMetadata') or {}).get('groundingChunks') or ():
                     web = chunk.get('web') or {}
                     if web.get('uri'):

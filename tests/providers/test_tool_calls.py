@@ -316,6 +316,23 @@ def test_gemini_reads_whole_function_calls():
     assert answer.done.finish_reason == 'tool_calls'
 
 
+def test_gemini_sends_each_call_back_with_its_signature():
+    """Gemini 3 signs a call (thoughtSignature, beside the functionCall) and refuses the call sent
+    back without it: the signature is kept in the Done, and goes back with its call."""
+    answer, _ = ask('gemini', sse(json.dumps({'candidates': [{'content': {'role': 'model', 'parts': [
+        {'functionCall': {'name': 'search_book', 'args': {'query': 'Meryton'}}, 'thoughtSignature': 'c2lnLTE='},
+        {'functionCall': {'name': 'character', 'args': {'name': 'Wickham'}}},
+        {'functionCall': {'name': 'character', 'args': {'name': 'Denny'}}, 'thoughtSignature': 'x' * 70_000}]},
+        'finishReason': 'STOP'}]})))
+    assert [c[1] for c in called(answer)] == ['search_book', 'character', 'character']
+    results = [Message(Role.TOOL, 'r', tool_call_id=c.id, tool_name=c.name) for c in answer.done.tool_calls]
+    sent = body('gemini', messages=[Message(Role.USER, 'q'), answer.as_message()] + results)
+    assert sent['contents'][1] == {'role': 'model', 'parts': [
+        {'functionCall': {'name': 'search_book', 'args': {'query': 'Meryton'}}, 'thoughtSignature': 'c2lnLTE='},
+        {'functionCall': {'name': 'character', 'args': {'name': 'Wickham'}}},
+        {'functionCall': {'name': 'character', 'args': {'name': 'Denny'}}}]}  # too long to be one: not kept
+
+
 def test_ollama_reads_whole_tool_calls():
     answer, _ = ask('ollama', ndjson(
         {'model': 'qwen3', 'message': {'role': 'assistant', 'content': '', 'tool_calls': [
