@@ -77,6 +77,7 @@ from calibre_plugins.bookai.conversation.actions import find_action, library_act
 from calibre_plugins.bookai.conversation.conversation import Conversation, cache_text
 from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.library import BookLibrary
+from calibre_plugins.bookai.conversation.lookups import LookedUp, Lookup, LookupNotice
 from calibre_plugins.bookai.conversation.question import (
     MEANING_FAILED, Question, book_question, book_text_room, by_meaning, library_book_text, library_question, meaning,
 )
@@ -85,7 +86,7 @@ from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.messages import (
     Answer, Chunk, Done, Failed, Message, ReasoningDelta, TextDelta, estimated_tokens,
 )
-from calibre_plugins.bookai.core.printable import CONTROL, inert
+from calibre_plugins.bookai.core.printable import CONTROL, inert, one_line
 from calibre_plugins.bookai.core.web_links import kept_links
 from calibre_plugins.bookai.grounding.citations import citations
 from calibre_plugins.bookai.grounding.extract import UnreadableBook
@@ -208,6 +209,9 @@ def parser() -> Parser:
     a.add_argument('--text', metavar='TEXT', help=_('The selected text, for the selection scope'))
     a.add_argument('--show-sent', action='store_true', help=_('Print the exact messages that would be sent, with '
                                                               'their token count, and send nothing'))
+    a.add_argument('--no-lookups', action='store_true', help=_('Do not let the model look things up in the book '
+                                                               'while it answers (it does where the provider can, '
+                                                               'unless the settings say otherwise)'))
     add_ask_library(sub)
     i = sub.add_parser('import-calibre', help=_("Carry calibre's own AI settings over into Book AI's"),
                        description=_("Lists what calibre's own AI (calibre 8.11 and later) kept: providers, keys, "
@@ -422,7 +426,8 @@ def answer_and_keep(library: BookLibrary, conv: Conversation, provider: AIProvid
     answer streams to stdout, finishes conv and is kept in the library's History. Returns
     (Answer, whether it was kept: if not, said on standard error); raises the Exit for Ctrl-C
     (what came is kept)."""
-    exchange = Exchange(conv, provider, question, use_model=args.model or '')
+    exchange = Exchange(conv, provider, question, use_model=args.model or '',
+                        lookups=False if getattr(args, 'no_lookups', False) else None)
     stream_answer(exchange, args, stdout)
     not_kept = exchange.finish(library.history.save)
     if not_kept:
@@ -581,6 +586,20 @@ def show_citations(answer: str, excerpt: Excerpt, as_json: bool, stdout: TextIO)
             say(stdout, f'[{c.number}] ' + _('(not a passage that was sent)'))
 
 
+def looked_up_line(lookup: Lookup) -> str:
+    """A lookup the model made, in one line for standard error."""
+    return _('looked up: {summary}').format(summary=one_line(lookup.summary))
+
+
+def lookup_event(lookup: Lookup) -> dict:
+    """The --json event of a lookup the model made: its tool, its arguments as the model wrote them,
+    what it gave in words, and its passages, numbered from first, each with where it is."""
+    return {'type': 'lookup', 'tool': lookup.tool, 'arguments': lookup.arguments, 'summary': lookup.summary,
+            'refused': lookup.refused, 'first': lookup.first,
+            'passages': [{'number': lookup.first + i, 'chapter': p.chapter, 'position': p.position, 'cfi': p.cfi}
+                         for i, p in enumerate(lookup.places)]}
+
+
 def events_of(chunk: Chunk) -> list[dict]:
     """The --json events for a chunk of the answer stream."""
     if isinstance(chunk, TextDelta):
@@ -657,7 +676,14 @@ def stream_answer(exchange: Exchange, args: argparse.Namespace, stdout: TextIO) 
     with ctrl_c_cancels(exchange.cancel):
         for chunk in exchange.chunks():
             exchange.take(chunk)
-            if args.json:
+            if isinstance(chunk, LookupNotice):
+                say(sys.stderr, chunk.text)
+            elif isinstance(chunk, LookedUp):  # as it happens, before the answer
+                if args.json:
+                    emit(stdout, lookup_event(chunk.lookup))
+                else:
+                    say(sys.stderr, looked_up_line(chunk.lookup))
+            elif args.json:
                 for event in events_of(chunk):
                     emit(stdout, event)
             elif isinstance(chunk, TextDelta):
