@@ -4,8 +4,6 @@
 tests' novel): the bounds, wrong calls answered in words, Stop, a service refusing tools, the
 numbering and the places citations link to, the History, and follow-up questions."""
 
-import io
-
 import pytest
 
 from calibre_plugins.bookai.conversation.books import BookInfo
@@ -263,34 +261,5 @@ def test_no_lookups_when_off_when_the_provider_cannot_or_without_book_text(novel
     lookups_on['lookups'] = True
     assert book_question('Who?', 'metadata', novel).tools is None
 
-
-def test_the_command_line_prints_each_lookup_before_the_answer(novel, lookups_on, capsys):
-    import argparse
-    import json
-
-    from calibre_plugins.bookai.cli import stream_answer
-    question = book_question('Who is Mr. Collins?', 'position', novel, position=POSITION, budget=300)
-    for as_json in (False, True):
-        provider = ToolTurns([calls(('search_book', {'query': 'Collins', 'k': 3})), answer('A cousin.')])
-        out = io.StringIO()
-        stream_answer(Exchange(Conversation([BOOK], 'lib'), provider, question), argparse.Namespace(json=as_json), out)
-        err = capsys.readouterr().err
-        n = len(question.places) + 1
-        if as_json:
-            events = [json.loads(line) for line in out.getvalue().splitlines()]
-            assert [e['type'] for e in events][0] == 'lookup'
-            lookup = events[0]
-            assert lookup['tool'] == 'search_book' and lookup['first'] == n
-            assert [p['number'] for p in lookup['passages']] == [n, n + 1, n + 2]
-        else:
-            assert f'looked up: searched "Collins": 3 passages [{n}]-[{n + 2}]' in err
-            assert out.getvalue().strip() == 'A cousin.'
-
-
-def test_no_lookups_on_the_command_line():
-    from calibre_plugins.bookai.cli import parser
-    args = parser().parse_args(['ask', '--library', '/x', '--book', '1', '--prompt', 'q', '--no-lookups'])
-    assert args.no_lookups
-    assert not parser().parse_args(['ask', '--library', '/x', '--book', '1', '--prompt', 'q']).no_lookups
 
 # }}}
