@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import (
-    CHARS_PER_TOKEN, Chunk, Done, Failed, Message, Role, TextDelta, Tool, ToolCall, Usage,
+    CHARS_PER_TOKEN, MAX_TOOL_ARGUMENTS_CHARS, Chunk, Done, Failed, Message, Role, TextDelta, Tool, ToolCall, Usage,
 )
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.grounding.book_tools import ToolResult
@@ -230,15 +230,23 @@ def added(usages: Sequence[Usage]) -> Usage:
 
 
 def normalized(arguments: str) -> str:
-    """A call's arguments as the same call would write them (JSON re-written, keys in order)."""
+    """A call's arguments as the same call would write them (JSON re-written, keys in order); longer
+    than a call's arguments may be (core.messages.ToolCall), as they are."""
+    if len(arguments) > MAX_TOOL_ARGUMENTS_CHARS:
+        return arguments
     try:
         return json.dumps(json.loads(arguments), sort_keys=True)
     except (ValueError, RecursionError):
         return arguments.strip()
 
 
+MOST_WRITTEN_CALL = 2000  # characters: a longer answer is an answer, whatever it begins with
+
+
 def written_call(text: str, names: set[str]) -> bool:
     """Whether an answer is only a tool's call written as text: `search_book(...)`, or JSON naming a tool."""
+    if len(text) > MOST_WRITTEN_CALL:
+        return False
     t = text.strip().strip('`').strip()
     if t.startswith('json'):
         t = t[4:].strip()
@@ -250,7 +258,8 @@ def written_call(text: str, names: set[str]) -> bool:
             value = json.loads(t)
         except (ValueError, RecursionError):
             return False
-        return isinstance(value, dict) and (value.get('name') in names or value.get('tool') in names)
+        return isinstance(value, dict) and any(isinstance(value.get(k), str) and value[k] in names
+                                               for k in ('name', 'tool'))
     return False
 
 
