@@ -210,8 +210,7 @@ def parser() -> Parser:
     a.add_argument('--show-sent', action='store_true', help=_('Print the exact messages that would be sent, with '
                                                               'their token count, and send nothing'))
     a.add_argument('--no-lookups', action='store_true', help=_('Do not let the model look things up in the book '
-                                                               'while it answers (it does where the provider can, '
-                                                               'unless the settings say otherwise)'))
+                                                               'while it answers'))
     add_ask_library(sub)
     i = sub.add_parser('import-calibre', help=_("Carry calibre's own AI settings over into Book AI's"),
                        description=_("Lists what calibre's own AI (calibre 8.11 and later) kept: providers, keys, "

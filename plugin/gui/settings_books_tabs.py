@@ -159,11 +159,11 @@ class SentTab(SettingsTab):
             'embeddings rank them by meaning as well. Only providers on this computer are used for it: the whole '
             'book goes to the provider to be embedded.'))
         form.addRow(self.meaning_box)
-        self.lookups_box = QCheckBox(_('Let the AI &look things up in the book while it answers'), self)
+        self.lookups_box = QCheckBox(_('Let the AI look t&hings up in the book while it answers'), self)
         self.lookups_box.setToolTip(_(
             'Where the provider can, the AI may search the book, read around a passage and see its contents '
-            'before it answers, never past where you are reading (but with Whole book). Each lookup is shown '
-            'and cited.'))
+            'before it answers, never past where you are reading unless the whole book is chosen. Each lookup '
+            'is shown and cited.'))
         form.addRow(self.lookups_box)
         self.lookup_calls_box = QSpinBox(self)
         self.lookup_calls_box.setRange(1, 32)
