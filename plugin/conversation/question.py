@@ -20,7 +20,7 @@ is built: in a thread in the windows), never more.
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from calibre_plugins.bookai.conversation.prompts import library_block, numbered_block, passages_block
@@ -64,8 +64,9 @@ class Question:
     notices: tuple[str, ...] = ()   # for the reader, in words, before it is sent
     excerpt: Excerpt | LibraryExcerpt | None = None  # the passages as data, for the answer's citations
     # what the model may look up in the book while it answers (conversation/lookups.py), clamped as
-    # the passages are: None for a question without the book's text
-    tools: BookTools | None = None
+    # the passages are: None for a question without the book's text. Not part of a Question's
+    # equality: the same question about the same place has the same tools
+    tools: BookTools | None = field(default=None, compare=False)
 
     def messages(self, conv: 'Conversation') -> list[Message]:
         """The exact messages it sends in conv (what "What will be sent" shows)."""
