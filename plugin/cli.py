@@ -70,7 +70,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, NoReturn, TextIO, cast
 
 from calibre_plugins.bookai.conversation.actions import find_action, library_actions
@@ -88,7 +88,7 @@ from calibre_plugins.bookai.core.messages import (
 )
 from calibre_plugins.bookai.core.printable import CONTROL, inert, one_line
 from calibre_plugins.bookai.core.web_links import kept_links
-from calibre_plugins.bookai.grounding.citations import citations
+from calibre_plugins.bookai.grounding.citations import Citation, citations
 from calibre_plugins.bookai.grounding.extract import UnreadableBook
 from calibre_plugins.bookai.grounding.formats import choose_format
 from calibre_plugins.bookai.grounding.library_search import (
@@ -96,7 +96,7 @@ from calibre_plugins.bookai.grounding.library_search import (
 )
 from calibre_plugins.bookai.grounding.reading_position import saved_position
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
-from calibre_plugins.bookai.grounding.scopes import SCOPES, Excerpt, NoPlace, check_place
+from calibre_plugins.bookai.grounding.scopes import SCOPES, Excerpt, NoPlace, Place, check_place
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.options import Option
 from calibre_plugins.bookai.providers.pricing import sending_estimate
@@ -116,7 +116,6 @@ if TYPE_CHECKING:
     from calibre_plugins.bookai.covers.styles import CoverStyle
     from calibre_plugins.bookai.grounding.extract import Book
     from calibre_plugins.bookai.grounding.index import Index
-    from calibre_plugins.bookai.grounding.scopes import Place
 
 load_translations()
 
@@ -477,7 +476,8 @@ def ask(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
         return show_sent(question.messages(conv), stdout)
     answer, kept = answer_and_keep(library, conv, provider, question, args, stdout)
     if question.excerpt is not None and answer.failed is None:
-        show_citations(answer.text, cast(Excerpt, question.excerpt), args.json, stdout)
+        show_citations(answer.text, cast(Excerpt, question.excerpt), args.json, stdout,
+                       conv.turns[-1].places[len(question.places):])
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
     return OK if kept else NOT_WRITTEN
@@ -570,8 +570,11 @@ def show_sent(messages: list[Message], stdout: TextIO) -> int:
 REPEATED_NOTE = _('The model cited no passage; its answer repeats the words of these:')
 
 
-def show_citations(answer: str, excerpt: Excerpt, as_json: bool, stdout: TextIO) -> None:
-    found = citations(answer, excerpt)
+def show_citations(answer: str, excerpt: Excerpt, as_json: bool, stdout: TextIO,
+                   looked_up: Sequence[Place] = ()) -> None:
+    """The answer's citations of excerpt's passages, and of the passages the model looked up
+    (looked_up: their places, numbered on from excerpt's)."""
+    found = [with_lookup(c, len(excerpt.passages), looked_up) for c in citations(answer, excerpt)]
     for c in found:
         if as_json:
             emit(stdout, {'type': 'citation', 'number': c.number, 'sent': c.sent, 'chapter': c.chapter,
@@ -583,6 +586,14 @@ def show_citations(answer: str, excerpt: Excerpt, as_json: bool, stdout: TextIO)
             say(stdout, f'[{c.number}] {c.chapter} ({c.position:.0%})')
         else:
             say(stdout, f'[{c.number}] ' + _('(not a passage that was sent)'))
+
+
+def with_lookup(c: Citation, sent: int, looked_up: Sequence[Place]) -> Citation:
+    """c, when it cites a passage the model looked up (numbered after the sent ones), with its place."""
+    if c.sent or not 0 < c.number - sent <= len(looked_up):
+        return c
+    place = looked_up[c.number - sent - 1]
+    return replace(c, sent=True, chapter=place.chapter, position=place.position)
 
 
 def looked_up_line(lookup: Lookup) -> str:

@@ -70,3 +70,17 @@ def test_no_lookups_sends_no_tools(novel, lookups_on):
     stream_answer(Exchange(Conversation([BOOK], 'lib'), provider, question, lookups=False),
                   argparse.Namespace(json=False), io.StringIO())
     assert provider.requests[0][1] == ()
+
+
+def test_a_citation_of_a_passage_looked_up_has_its_place(novel, capsys):
+    from calibre_plugins.bookai.cli import show_citations
+    from calibre_plugins.bookai.grounding.scopes import Place
+    question = book_question('Who is Mr. Collins?', 'position', novel, position=POSITION, budget=300)
+    sent = len(question.places)
+    out = io.StringIO()
+    show_citations(f'A clergyman [{sent + 2}], and [{sent + 9}].', question.excerpt, True, out,
+                   (Place('Chapter 13', 0.1), Place('Chapter 14', 0.12)))
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert events[0] == {'type': 'citation', 'number': sent + 2, 'sent': True, 'chapter': 'Chapter 14',
+                         'position': 0.12, 'repeated': False}
+    assert events[1]['number'] == sent + 9 and not events[1]['sent']  # neither sent nor looked up
