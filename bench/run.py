@@ -13,6 +13,7 @@
     sudo python3 bench/run.py caching
     sudo python3 bench/run.py xray_memory
     sudo python3 bench/run.py recap_incremental
+    sudo python3 bench/run.py lookups_overhead
 
 Benchmarks that need calibre's runtime (the providers) run under calibre-debug
 there, in the host's own network namespace with only loopback, starting the
@@ -42,7 +43,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('bench', choices=['first_token', 'stream_memory', 'chat_render', 'viewer_start', 'grounding',
                                       'line_split', 'covers', 'structure', 'coverage', 'caching', 'xray_memory',
-                                      'recap_incremental'])
+                                      'recap_incremental', 'lookups_overhead'])
     ap.add_argument('--host', default='bookworm', choices=list(hosts.HOSTS))
     a = ap.parse_args()
     return hosts.run(a.host, ['sh', '-c', SCRIPT, 'sh', a.bench], check=False, isolated=True).returncode

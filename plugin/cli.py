@@ -70,13 +70,14 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, NoReturn, TextIO, cast
 
 from calibre_plugins.bookai.conversation.actions import find_action, library_actions
 from calibre_plugins.bookai.conversation.conversation import Conversation, cache_text
 from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.library import BookLibrary
+from calibre_plugins.bookai.conversation.lookups import LookedUp, Lookup, LookupNotice
 from calibre_plugins.bookai.conversation.question import (
     MEANING_FAILED, Question, book_question, book_text_room, by_meaning, library_book_text, library_question, meaning,
 )
@@ -85,9 +86,9 @@ from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.messages import (
     Answer, Chunk, Done, Failed, Message, ReasoningDelta, TextDelta, estimated_tokens,
 )
-from calibre_plugins.bookai.core.printable import CONTROL, inert
+from calibre_plugins.bookai.core.printable import CONTROL, inert, one_line
 from calibre_plugins.bookai.core.web_links import kept_links
-from calibre_plugins.bookai.grounding.citations import citations
+from calibre_plugins.bookai.grounding.citations import Citation, citations
 from calibre_plugins.bookai.grounding.extract import UnreadableBook
 from calibre_plugins.bookai.grounding.formats import choose_format
 from calibre_plugins.bookai.grounding.library_search import (
@@ -95,7 +96,7 @@ from calibre_plugins.bookai.grounding.library_search import (
 )
 from calibre_plugins.bookai.grounding.reading_position import saved_position
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
-from calibre_plugins.bookai.grounding.scopes import SCOPES, Excerpt, NoPlace, check_place
+from calibre_plugins.bookai.grounding.scopes import SCOPES, Excerpt, NoPlace, Place, check_place
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.options import Option
 from calibre_plugins.bookai.providers.pricing import sending_estimate
@@ -115,7 +116,6 @@ if TYPE_CHECKING:
     from calibre_plugins.bookai.covers.styles import CoverStyle
     from calibre_plugins.bookai.grounding.extract import Book
     from calibre_plugins.bookai.grounding.index import Index
-    from calibre_plugins.bookai.grounding.scopes import Place
 
 load_translations()
 
@@ -208,6 +208,8 @@ def parser() -> Parser:
     a.add_argument('--text', metavar='TEXT', help=_('The selected text, for the selection scope'))
     a.add_argument('--show-sent', action='store_true', help=_('Print the exact messages that would be sent, with '
                                                               'their token count, and send nothing'))
+    a.add_argument('--no-lookups', action='store_true', help=_('Do not let the model look things up in the book '
+                                                               'while it answers'))
     add_ask_library(sub)
     i = sub.add_parser('import-calibre', help=_("Carry calibre's own AI settings over into Book AI's"),
                        description=_("Lists what calibre's own AI (calibre 8.11 and later) kept: providers, keys, "
@@ -422,7 +424,8 @@ def answer_and_keep(library: BookLibrary, conv: Conversation, provider: AIProvid
     answer streams to stdout, finishes conv and is kept in the library's History. Returns
     (Answer, whether it was kept: if not, said on standard error); raises the Exit for Ctrl-C
     (what came is kept)."""
-    exchange = Exchange(conv, provider, question, use_model=args.model or '')
+    exchange = Exchange(conv, provider, question, use_model=args.model or '',
+                        lookups=False if getattr(args, 'no_lookups', False) else None)
     stream_answer(exchange, args, stdout)
     not_kept = exchange.finish(library.history.save)
     if not_kept:
@@ -473,7 +476,8 @@ def ask(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
         return show_sent(question.messages(conv), stdout)
     answer, kept = answer_and_keep(library, conv, provider, question, args, stdout)
     if question.excerpt is not None and answer.failed is None:
-        show_citations(answer.text, cast(Excerpt, question.excerpt), args.json, stdout)
+        show_citations(answer.text, cast(Excerpt, question.excerpt), args.json, stdout,
+                       conv.turns[-1].places[len(question.places):])
     if answer.failed is not None:
         raise Exit(PROVIDER_ERROR, answer.failed.message)
     return OK if kept else NOT_WRITTEN
@@ -566,8 +570,11 @@ def show_sent(messages: list[Message], stdout: TextIO) -> int:
 REPEATED_NOTE = _('The model cited no passage; its answer repeats the words of these:')
 
 
-def show_citations(answer: str, excerpt: Excerpt, as_json: bool, stdout: TextIO) -> None:
-    found = citations(answer, excerpt)
+def show_citations(answer: str, excerpt: Excerpt, as_json: bool, stdout: TextIO,
+                   looked_up: Sequence[Place] = ()) -> None:
+    """The answer's citations of excerpt's passages, and of the passages the model looked up
+    (looked_up: their places, numbered on from excerpt's)."""
+    found = [with_lookup(c, len(excerpt.passages), looked_up) for c in citations(answer, excerpt)]
     for c in found:
         if as_json:
             emit(stdout, {'type': 'citation', 'number': c.number, 'sent': c.sent, 'chapter': c.chapter,
@@ -579,6 +586,28 @@ def show_citations(answer: str, excerpt: Excerpt, as_json: bool, stdout: TextIO)
             say(stdout, f'[{c.number}] {c.chapter} ({c.position:.0%})')
         else:
             say(stdout, f'[{c.number}] ' + _('(not a passage that was sent)'))
+
+
+def with_lookup(c: Citation, sent: int, looked_up: Sequence[Place]) -> Citation:
+    """c, when it cites a passage the model looked up (numbered after the sent ones), with its place."""
+    if c.sent or not 0 < c.number - sent <= len(looked_up):
+        return c
+    place = looked_up[c.number - sent - 1]
+    return replace(c, sent=True, chapter=place.chapter, position=place.position)
+
+
+def looked_up_line(lookup: Lookup) -> str:
+    """A lookup the model made, in one line for standard error."""
+    return _('looked up: {summary}').format(summary=one_line(lookup.summary))
+
+
+def lookup_event(lookup: Lookup) -> dict:
+    """The --json event of a lookup the model made: its tool, its arguments as the model wrote them,
+    what it gave in words, and its passages, numbered from first, each with where it is."""
+    return {'type': 'lookup', 'tool': lookup.tool, 'arguments': lookup.arguments, 'summary': lookup.summary,
+            'refused': lookup.refused, 'first': lookup.first,
+            'passages': [{'number': lookup.first + i, 'chapter': p.chapter, 'position': p.position, 'cfi': p.cfi}
+                         for i, p in enumerate(lookup.places)]}
 
 
 def events_of(chunk: Chunk) -> list[dict]:
@@ -657,7 +686,14 @@ def stream_answer(exchange: Exchange, args: argparse.Namespace, stdout: TextIO) 
     with ctrl_c_cancels(exchange.cancel):
         for chunk in exchange.chunks():
             exchange.take(chunk)
-            if args.json:
+            if isinstance(chunk, LookupNotice):
+                say(sys.stderr, chunk.text)
+            elif isinstance(chunk, LookedUp):  # as it happens, before the answer
+                if args.json:
+                    emit(stdout, lookup_event(chunk.lookup))
+                else:
+                    say(sys.stderr, looked_up_line(chunk.lookup))
+            elif args.json:
                 for event in events_of(chunk):
                     emit(stdout, event)
             elif isinstance(chunk, TextDelta):

@@ -12,11 +12,11 @@ question. That is also what the "What will be sent" preview shows.
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from calibre_plugins.bookai.conversation.books import BookInfo, answer_language
-from calibre_plugins.bookai.conversation.lookups import Lookup
+from calibre_plugins.bookai.conversation.lookups import Lookup, lookups_text
 from calibre_plugins.bookai.conversation.prompts import (
     book_part, context_prompt, grounding_instructions, reading_prompt, with_passages, with_passages_above,
 )
@@ -112,7 +112,7 @@ class Conversation:
         """The exact messages a question sends: the context, the answered turns, the question
         (with the passages of the book sent with it, if any)."""
         answered = [t for t in self.turns if t.answered]
-        grounded = bool(passages) or any(t.passages for t in answered)
+        grounded = bool(passages) or any(t.passages or t.lookups for t in answered)
         spoiler_safe = spoiler_safe or any(t.spoiler_safe for t in answered)
         messages = [self.context(grounded, spoiler_safe)]
         sent: set[str] = set()  # passages sent once are not sent again: the same block, the same numbers
@@ -123,7 +123,12 @@ class Conversation:
             sent.add(block)
             return question_message(text, block)
         for turn in answered:
-            messages.append(asked(turn.question, turn.passages))
+            # what the model looked up then goes as text after the question, numbered as it was:
+            # no tool message is needed, and every provider takes it
+            message = asked(turn.question, turn.passages)
+            if looked_up := lookups_text(turn.lookups):
+                message = replace(message, text=f'{message.text}\n\n{looked_up}')
+            messages.append(message)
             messages.append(Message(Role.ASSISTANT, turn.answer, turn.reasoning, turn.reasoning_details))
         messages.append(asked(question, passages))
         return messages

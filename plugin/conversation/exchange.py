@@ -8,15 +8,24 @@ Nothing here waits on a window: the windows read chunks() in a thread and hand e
 to take() on the GUI thread (gui/worker.stream_in_thread); the command line does both in
 its own thread. Stop is the exchange's CancelToken: the stream then ends with a cancelled
 Done, and what came is kept as a stopped turn.
+
+Where the reader lets the model look things up (the "lookups" setting), the question has the
+book's tools and the provider takes tools, the answer comes through conversation/lookups.py's
+loop: chunks() then yields a LookedUp for each lookup before the answer, and take() keeps it with
+the turn (its passages' places after the question's, numbered on from them, so that [n] links).
 """
 
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from calibre_plugins.bookai.conversation.lookups import (
+    Bounds, LookedUp, LookupNotice, Toolbox, answer_with_lookups, lookup_calls,
+)
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ContextTooLong
 from calibre_plugins.bookai.core.messages import Answer, Chunk, Done, Failed, Message, estimated_tokens
 from calibre_plugins.bookai.providers.context import refused
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.conversation.conversation import Conversation, Turn
@@ -35,7 +44,7 @@ class Exchange:
     pinned (or the provider's own)."""
 
     def __init__(self, conv: 'Conversation', provider: 'AIProviderPlugin', question: 'Question',
-                 use_model: str = '') -> None:
+                 use_model: str = '', lookups: bool | None = None) -> None:
         self.conv, self.provider = conv, provider
         self.replaces_failed = conv.retry_question() != ''  # a failed last turn is asked again: it goes
         self.messages: list[Message] = conv.ask(question.text, question.passages, question.spoiler_safe,
@@ -43,6 +52,29 @@ class Exchange:
         self.use_model = use_model or conv.model
         self.answer = Answer()
         self.cancel = CancelToken()
+        self.first_number = len(question.places) + 1
+        self.notices: list[str] = []  # what the reader is told of how the answer was looked up
+        # lookups: None for the reader's setting ("lookups"); False for one question without them
+        self.toolbox: Toolbox | None = self.lookups_toolbox(question, lookups)
+
+    def lookups_toolbox(self, question: 'Question', wanted: bool | None) -> 'Toolbox | None':
+        """The tools the model may look things up with for question: None when the reader turned them
+        off, the question has none (no book text), or the provider cannot offer the model tools."""
+        if question.tools is None or not (plugin_prefs()['lookups'] if wanted is None else wanted):
+            return None
+        model = self.use_model or self.provider.config.option('model') or ''
+        try:
+            takes = self.provider.takes_tools(model)
+        except Exception:
+            takes = False
+        return question.tools if takes else None
+
+    def description(self) -> str:
+        """What the model may look up, in a sentence for What will be sent ('' when it may not)."""
+        if self.toolbox is None:
+            return ''
+        return self.toolbox.description() + ' ' + _('At most {n} lookups.').format(
+            n=lookup_calls(plugin_prefs()['lookup_calls']))
 
     @property
     def index(self) -> int:
@@ -53,15 +85,28 @@ class Exchange:
     def turn(self) -> 'Turn':
         return self.conv.turns[self.index]
 
-    def chunks(self) -> Iterator[Chunk]:
+    def chunks(self) -> 'Iterator[Chunk | LookedUp | LookupNotice]':
         """The answer's stream, ending with a Done or a Failed (it never raises: errors come as a
-        Failed chunk); Stop (self.cancel) ends it with a cancelled Done."""
-        return self.provider.text_chat(self.messages, use_model=self.use_model, cancel=self.cancel)
+        Failed chunk); Stop (self.cancel) ends it with a cancelled Done. With lookups, each one
+        made comes as a LookedUp before the answer's text."""
+        if self.toolbox is None:
+            return self.provider.text_chat(self.messages, use_model=self.use_model, cancel=self.cancel)
+        return answer_with_lookups(self.provider, self.messages, self.toolbox, use_model=self.use_model,
+                                   cancel=self.cancel, first_number=self.first_number,
+                                   bounds=Bounds(calls=lookup_calls(plugin_prefs()['lookup_calls'])))
 
-    def take(self, chunk: Chunk) -> bool:
-        """Add chunk to the answer; whether it was the last one. A request the service refused as
-        longer than the model reads teaches how much it does read (providers.context.refused()):
-        the next question's book text is held below it."""
+    def take(self, chunk: 'Chunk | LookedUp | LookupNotice') -> bool:
+        """Add chunk to the answer (a lookup to the turn, a notice to notices); whether it was the
+        last one. A request the service refused as longer than the model reads teaches how much it
+        does read (providers.context.refused()): the next question's book text is held below it."""
+        if isinstance(chunk, LookedUp):
+            turn = self.turn
+            turn.lookups = (*turn.lookups, chunk.lookup)
+            turn.places = (*turn.places, *chunk.lookup.places)
+            return False
+        if isinstance(chunk, LookupNotice):
+            self.notices.append(chunk.text)
+            return False
         self.answer.add(chunk)
         if isinstance(chunk, Failed) and isinstance(chunk.error, ContextTooLong):
             model = self.use_model or self.provider.config.option('model') or ''

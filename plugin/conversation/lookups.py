@@ -9,23 +9,28 @@ Every passage a tool sends is numbered on from the passages sent with the questi
 cites it as it cites them, and the turn keeps its Place for the citation's link.
 """
 
-from dataclasses import dataclass
-from typing import Protocol
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Protocol
 
-from calibre_plugins.bookai.core.messages import Tool, ToolCall
+from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.core.messages import (
+    CHARS_PER_TOKEN, MAX_TOOL_ARGUMENTS_CHARS, Chunk, Done, Failed, Message, Role, TextDelta, Tool, ToolCall, Usage,
+)
+from calibre_plugins.bookai.core.printable import one_line
+from calibre_plugins.bookai.grounding.book_tools import ToolResult
 from calibre_plugins.bookai.grounding.scopes import Place
+from calibre_plugins.bookai.providers.pricing import total_cost
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.providers.base import AIProviderPlugin
 
 load_translations()
 
-
-@dataclass(frozen=True)
-class ToolResult:
-    """What running one call gave: the text that goes back to the model (numbered passages, or
-    words saying why there are none), and what the reader is told of it."""
-    text: str
-    summary: str                     # for the reader, one line: "searched 'the keeper': 3 passages"
-    places: tuple[Place, ...] = ()   # the passages the text holds, in their numbers' order
-    refused: bool = False            # an error told in words: bad arguments, past the place, no such tool
+__all__ = ('ToolResult', 'Toolbox', 'Lookup', 'LookedUp', 'LookupNotice', 'Bounds', 'answer_with_lookups',
+           'tools_refused')
 
 
 class Toolbox(Protocol):
@@ -67,3 +72,219 @@ class LookedUp:
     """What Exchange.chunks() yields, between a provider's chunks, when a lookup has been made: the
     windows show it as it comes (under the answer), the command line prints it, --json carries it."""
     lookup: Lookup
+
+
+@dataclass(frozen=True)
+class LookupNotice:
+    """What Exchange.chunks() yields when the reader is to be told how the answer was looked up (the
+    service refused tools: the passages ranked before the question went instead)."""
+    text: str
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How far one answer may look things up: calls (the reader's "lookup_calls"), the tokens of one
+    result and of all of them together."""
+    calls: int = 8
+    result_tokens: int = 2000
+    total_tokens: int = 8000
+
+
+MOST_CALLS = 32
+
+
+def lookup_calls(value: object) -> int:
+    """The reader's "lookup_calls" as a count of calls: from 1 to MOST_CALLS, 8 for anything else."""
+    return max(1, min(MOST_CALLS, value)) if isinstance(value, int) and not isinstance(value, bool) else 8
+
+
+TOOLS_REFUSED = re.compile(r'\b(tools?|tool_choice|tool[ _]calls?|functions?|function[ _]call(ing)?|--jinja)\b',
+                           re.IGNORECASE)
+
+
+def tools_refused(error: Exception) -> bool:
+    """Whether a failed request was refused for offering tools: its message names tools, tool_choice,
+    functions or llama.cpp's --jinja (a server started without it cannot take tools)."""
+    return bool(TOOLS_REFUSED.search(str(error)[:2000]))
+
+
+REFUSED_NOTICE = _('The model could not look things up (its service refused tools): the passages that best '
+                   'match the question went with it instead.')
+NO_MORE = ('\n\n(No more lookups are allowed for this question: answer it now from the passages you have, '
+           'citing them as [n].)')
+AS_TEXT = ('You wrote a tool\'s call as text. To look something up, call the tool itself; otherwise answer the '
+           'question in words.')
+HELD_CHARS = 400  # of a reply offered tools, held until it is known not to be a tool's call written as text
+
+
+def answer_with_lookups(provider: 'AIProviderPlugin', messages: Sequence[Message], toolbox: Toolbox, *,
+                        use_model: str = '', cancel: CancelToken | None = None, bounds: Bounds = Bounds(),
+                        first_number: int = 1, max_tokens: int | None = None) -> Iterator[Chunk | LookedUp | LookupNotice]:
+    """The answer to messages, the model offered toolbox's tools: the chunks of the final answer as
+    they come, a LookedUp for each call run (before the answer), and one Done (its usage that of every
+    request added up) or one Failed. Never raises for what the model or the service does. Tool calls
+    are counted against bounds; when a bound is reached the last request goes without tools, the model
+    told to answer from what it has. Stop (cancel) ends it at once with a cancelled Done. When the
+    first request is refused for its tools, it is sent once more without them (a LookupNotice says so)."""
+    cancel = cancel or CancelToken()
+    sent = list(messages)
+    offered = tuple(toolbox.tools())
+    tools = offered
+    names = {t.name for t in offered}
+    usages: list[Usage] = []
+    seen: dict[tuple[str, str], int] = {}
+    calls = used = 0
+    number = first_number
+    first, told, spent = True, False, False
+    while True:
+        held: list[Chunk] = []
+        holding = bool(tools)
+        done: Done | None = None
+        for chunk in provider.text_chat(sent, use_model=use_model, cancel=cancel, max_tokens=max_tokens,
+                                        tools=tools):
+            if isinstance(chunk, Failed):
+                if first and tools and not cancel.cancelled and tools_refused(chunk.error):
+                    done = None
+                    break
+                yield chunk
+                return
+            if isinstance(chunk, Done):
+                done = chunk
+                break
+            if holding:
+                held.append(chunk)
+                if sum(len(c.text) for c in held if isinstance(c, TextDelta)) > HELD_CHARS:
+                    yield from held
+                    held, holding = [], False
+            else:
+                yield chunk
+        if done is None:  # the first request refused tools: once more without them
+            first, tools = False, ()
+            yield LookupNotice(REFUSED_NOTICE)
+            continue
+        first = False
+        usages.append(done.usage)
+        text = ''.join(c.text for c in held if isinstance(c, TextDelta))
+        if done.finish_reason == 'cancelled' or cancel.cancelled:
+            yield from held
+            yield replace(done, usage=added(usages), tool_calls=(), finish_reason='cancelled')
+            return
+        if not done.tool_calls or not tools:  # a call made when none was offered is not run: the end
+            done = replace(done, tool_calls=(), finish_reason='stop' if done.tool_calls else done.finish_reason)
+            if holding and tools and not told and written_call(text, names):
+                told = True
+                calls += 1
+                sent += [Message(Role.ASSISTANT, text), Message(Role.USER, AS_TEXT)]
+                if calls >= bounds.calls:
+                    tools = ()
+                continue
+            yield from held
+            yield replace(done, usage=added(usages))
+            return
+        results: list[Message] = []
+        for call in done.tool_calls:
+            if cancel.cancelled:
+                yield Done(model=done.model, finish_reason='cancelled', usage=added(usages))
+                return
+            key = (call.name, normalized(call.arguments))
+            calls += 1
+            if calls > bounds.calls or not tools:
+                result = ToolResult('Not run: the most lookups allowed for this question were made.',
+                                    _('not looked up: the most lookups were made'), refused=True)
+            elif key in seen:
+                result = ToolResult(f'Already looked up: the result is above (call {seen[key]}).',
+                                    _('already looked up'), refused=True)
+            else:
+                seen[key] = calls
+                try:
+                    result = toolbox.run(call, number)
+                except Exception as e:  # a toolbox's own fault: the model is told, the answer goes on
+                    result = ToolResult(f'The lookup failed: {type(e).__name__}.', _('a lookup failed'), refused=True)
+                left = bounds.total_tokens - used
+                if left < bounds.result_tokens and len(result.text) > left * CHARS_PER_TOKEN:
+                    spent = True  # held to what is left of all the results' bound: no more lookups
+                result = bounded(result, bounds.result_tokens, left)
+                used += len(result.text) // CHARS_PER_TOKEN + 1
+            lookup = Lookup(call.name, call.arguments, result.summary, number if result.places else 0,
+                            result.places, result.refused, result.text)
+            number += len(result.places)
+            yield LookedUp(lookup)
+            results.append(Message(Role.TOOL, result.text, tool_call_id=call.id, tool_name=call.name))
+        if calls >= bounds.calls or used >= bounds.total_tokens or spent:
+            tools = ()
+        if not tools and results:
+            last = results[-1]
+            results[-1] = replace(last, text=last.text + NO_MORE)
+        sent += [Message(Role.ASSISTANT, text, tool_calls=done.tool_calls), *results]
+
+
+def added(usages: Sequence[Usage]) -> Usage:
+    """The usage of every request of one answer, added up (a count unknown as soon as one is)."""
+    def total(name: str) -> int | None:
+        values = [getattr(u, name) for u in usages]
+        return None if not values or any(v is None for v in values) else sum(values)
+    if len(usages) == 1:
+        return usages[0]
+    return Usage(total('input_tokens'), total('output_tokens'), total('reasoning_tokens'), total('cached_tokens'),
+                 total_cost(u.cost for u in usages), total('cache_write_tokens'))
+
+
+def normalized(arguments: str) -> str:
+    """A call's arguments as the same call would write them (JSON re-written, keys in order); longer
+    than a call's arguments may be (core.messages.ToolCall), as they are."""
+    if len(arguments) > MAX_TOOL_ARGUMENTS_CHARS:
+        return arguments
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True)
+    except (ValueError, RecursionError):
+        return arguments.strip()
+
+
+MOST_WRITTEN_CALL = 2000  # characters: a longer answer is an answer, whatever it begins with
+
+
+def written_call(text: str, names: set[str]) -> bool:
+    """Whether an answer is only a tool's call written as text: `search_book(...)`, or JSON naming a tool."""
+    if len(text) > MOST_WRITTEN_CALL:
+        return False
+    t = text.strip().strip('`').strip()
+    if t.startswith('json'):
+        t = t[4:].strip()
+    for name in names:
+        if t.startswith(name) and t[len(name):].lstrip()[:1] in ('(', '{', ''):
+            return True
+    if t.startswith('{') and t.endswith('}'):
+        try:
+            value = json.loads(t)
+        except (ValueError, RecursionError):
+            return False
+        return isinstance(value, dict) and any(isinstance(value.get(k), str) and value[k] in names
+                                               for k in ('name', 'tool'))
+    return False
+
+
+def bounded(result: ToolResult, most_tokens: int, left_tokens: int) -> ToolResult:
+    """result held to most_tokens, and to the left_tokens of all results: cut at a passage's end
+    where it can be, its Places kept only for the passages still in it."""
+    most = max(0, min(most_tokens, left_tokens)) * CHARS_PER_TOKEN
+    if len(result.text) <= most:
+        return result
+    if most < 200:
+        return ToolResult('Not sent: the lookups\' results reached their bound.', _('not sent: the bound was reached'),
+                          refused=True)
+    cut = result.text[:most]
+    end = cut.rfind('\n\n[')
+    cut = (cut[:end] if end > 0 else cut) + '\n(cut)'
+    kept = set(int(n) for n in re.findall(r'^\[(\d+)\]', cut, re.MULTILINE))
+    numbers = [int(n) for n in re.findall(r'^\[(\d+)\]', result.text, re.MULTILINE)]
+    places = tuple(p for n, p in zip(numbers, result.places) if n in kept) if len(numbers) == len(result.places) \
+        else result.places[:len(kept)]
+    return replace(result, text=cut, places=places)
+
+
+def lookups_text(lookups: Sequence[Lookup]) -> str:
+    """An earlier turn's lookups as plain text after its question, numbered as they were, so that a
+    follow-up question needs no tool messages: every provider takes it."""
+    parts = [f'(Looked up while answering: {lookup.tool} {one_line(lookup.arguments)[:200]})\n{lookup.text}'
+             for lookup in lookups if lookup.text and not lookup.refused]
+    return '\n\n'.join(parts)

@@ -20,13 +20,14 @@ is built: in a thread in the windows), never more.
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
-from calibre_plugins.bookai.conversation.prompts import library_block, passages_block
+from calibre_plugins.bookai.conversation.prompts import library_block, numbered_block, passages_block
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.messages import Message, estimated_tokens
+from calibre_plugins.bookai.grounding.book_tools import BookTools
 from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook
@@ -62,6 +63,10 @@ class Question:
     places: tuple[Place, ...] = ()  # where each passage is, for its citations
     notices: tuple[str, ...] = ()   # for the reader, in words, before it is sent
     excerpt: Excerpt | LibraryExcerpt | None = None  # the passages as data, for the answer's citations
+    # what the model may look up in the book while it answers (conversation/lookups.py), clamped as
+    # the passages are: None for a question without the book's text. Not part of a Question's
+    # equality: the same question about the same place has the same tools
+    tools: BookTools | None = field(default=None, compare=False)
 
     def messages(self, conv: 'Conversation') -> list[Message]:
         """The exact messages it sends in conv (what "What will be sent" shows)."""
@@ -186,10 +191,22 @@ def book_question(text: str, scope: str, book: Book, index: Index | None = None,
                            'this question, fewer than the {budget} your settings allow.')).format(
             window=f'{room.window:,}', tokens=f'{budget:,}', budget=f'{asked:,}'),)
     ex = excerpt(book, scope, text, position, selection, budget, index, embedding_index, question_vector)
+    tools = book_tools(book, position, scope, index, ex)
     if not ex.passages:
         return Question(text, notices=notices + (_('No passage of the book fits this question there; only the '
-                                                   'book\'s details go with it.'),), excerpt=ex)
-    return Question(text, passages_block(ex), ex.until is not None, ex.places, notices, excerpt=ex)
+                                                   'book\'s details go with it.'),), excerpt=ex, tools=tools)
+    return Question(text, passages_block(ex), ex.until is not None, ex.places, notices, excerpt=ex, tools=tools)
+
+
+def book_tools(book: Book, position: float | None, scope: str, index: Index | None,
+               ex: Excerpt | None) -> BookTools | None:
+    """The tools the model may look things up in book with, for a question whose passages are ex
+    (numbered 1, 2... in it; None: the question numbers others): clamped to the reader's place as ex
+    is; None for a scope that sends none of the book's text."""
+    if scope == 'metadata':
+        return None
+    return BookTools(book, position, scope, index, sent=ex.passages if ex is not None else (),
+                     numbered=numbered_block)
 
 
 def so_far_question(text: str, book: Book, index: Index | None, position: float | None, budget: int,
@@ -205,6 +222,17 @@ def so_far_question(text: str, book: Book, index: Index | None, position: float 
     read = passages_read(book, read_until(book, position))
     total = tokens_of(read)
     ex = excerpt(book, 'so-far', text, position, budget=total)
+    q = so_far_asked(text, book, index, position, budget, embedding_index, question_vector, room, summaries, total,
+                     ex)
+    # its own passages (ranked instead) come with their tools; summaries' numbers are none of the tools'
+    return q if q.tools is not None else replace(q, tools=book_tools(book, position, 'so-far', index,
+                                                                     ex if q.excerpt is ex else None))
+
+
+def so_far_asked(text: str, book: Book, index: Index | None, position: float | None, budget: int,
+                 embedding_index: EmbeddingIndex | None, question_vector: list[float] | None,
+                 room: Room | None, summaries: SoFarFromSummaries | None, total: int, ex: Excerpt) -> Question:
+    """so_far_question()'s Question, before its tools."""
     block = passages_block(ex) if ex.passages else ''
     if not block:
         return Question(text, notices=(_('No passage of the book fits this question there; only the book\'s '

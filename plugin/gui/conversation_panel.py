@@ -33,6 +33,7 @@ from calibre_plugins.bookai.conversation.conversation import Conversation, usage
 from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.notes import conversation_markdown
 from calibre_plugins.bookai.conversation.prompts import passage_texts
+from calibre_plugins.bookai.conversation.lookups import LookedUp, LookupNotice
 from calibre_plugins.bookai.conversation.question import (
     MEANING_FAILED, SO_FAR_SCOPES, Question, Room, book_question, book_text_room, by_meaning, meaning,
 )
@@ -487,7 +488,7 @@ class ConversationPanel(QWidget):
         """What came of the answer that is coming, if one is."""
         return self.exchange.answer if self.exchange is not None else None
 
-    def on_chunk(self, chunk: Chunk, cancel: CancelToken) -> None:
+    def on_chunk(self, chunk: 'Chunk | LookedUp | LookupNotice', cancel: CancelToken) -> None:
         exchange = self.exchange
         if self.closed or exchange is None or cancel is not exchange.cancel:
             return  # closed, or an answer stopped by a new conversation: it is no longer shown

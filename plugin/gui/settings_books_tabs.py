@@ -17,6 +17,7 @@ from calibre_plugins.bookai.conversation import forget
 from calibre_plugins.bookai.conversation.books import (
     allowed_fields, interface_language, language_name, offered_fields, set_allowed_fields,
 )
+from calibre_plugins.bookai.conversation.lookups import lookup_calls
 from calibre_plugins.bookai.conversation.notes import save_targets
 from calibre_plugins.bookai.gui.settings_provider_tab import ProviderTab
 from calibre_plugins.bookai.gui.settings_tab import (
@@ -158,6 +159,16 @@ class SentTab(SettingsTab):
             'embeddings rank them by meaning as well. Only providers on this computer are used for it: the whole '
             'book goes to the provider to be embedded.'))
         form.addRow(self.meaning_box)
+        self.lookups_box = QCheckBox(_('Let the AI look t&hings up in the book while it answers'), self)
+        self.lookups_box.setToolTip(_(
+            'Where the provider can, the AI may search the book, read around a passage and see its contents '
+            'before it answers, never past where you are reading unless the whole book is chosen. Each lookup '
+            'is shown and cited.'))
+        form.addRow(self.lookups_box)
+        self.lookup_calls_box = QSpinBox(self)
+        self.lookup_calls_box.setRange(1, 32)
+        self.lookup_calls_box.setToolTip(_('The most lookups the AI may make for one answer'))
+        form.addRow(*form_label(_('Loo&kups per answer, at most:'), self.lookup_calls_box, self))
         layout.addLayout(form)
         layout.addStretch(1)
         row = QHBoxLayout()
@@ -180,6 +191,8 @@ class SentTab(SettingsTab):
         self.book_text_box.setChecked(bool(prefs['book_text']))
         self.budget_box.setValue(int(prefs['book_text_budget']))
         self.meaning_box.setChecked(prefs['retrieval'] == 'embeddings')
+        self.lookups_box.setChecked(bool(prefs['lookups']))
+        self.lookup_calls_box.setValue(lookup_calls(prefs['lookup_calls']))
 
     def save(self, prefs: 'JSONConfig') -> None:
         prefs['confirm_send'] = self.confirm_box.currentData()
@@ -187,6 +200,8 @@ class SentTab(SettingsTab):
         prefs['book_text'] = self.book_text_box.isChecked()
         prefs['book_text_budget'] = self.budget_box.value()
         prefs['retrieval'] = 'embeddings' if self.meaning_box.isChecked() else 'bm25'
+        prefs['lookups'] = self.lookups_box.isChecked()
+        prefs['lookup_calls'] = self.lookup_calls_box.value()
 
     def forget_everything(self) -> None:
         """Forget everything, once the reader confirmed it, and say what was deleted."""

@@ -237,6 +237,10 @@ DEFAULTS = {
     # how passages are ranked for a question: 'bm25' (by words, no network) or 'embeddings'
     # (by meaning too, with the provider's embeddings: grounding/embeddings.py)
     'retrieval': 'bm25',
+    # the model may look things up in the book while it answers (conversation/lookups.py), where its
+    # provider takes tools; at most this many lookups per answer
+    'lookups': True,
+    'lookup_calls': 8,
     # calibre's own AI settings were offered to be carried over (from_calibre/carry_over.py): once
     'calibre_settings_offered': False,
     # the model chooser's filters and sort as last left (gui/model_chooser.py): only_free,

@@ -548,6 +548,22 @@ def test_book_text_settings_round_trip(qapp, saved_prefs):
     assert saved_prefs['retrieval'] == 'bm25'
 
 
+def test_lookup_settings_round_trip(qapp, saved_prefs):
+    """Lookups are on by default, at most 8 an answer; off and 3 are kept; a damaged count reads as 8."""
+    w = shown(qapp, SettingsWidget())
+    sent = w.sent_tab
+    assert sent.lookups_box.isChecked() and sent.lookup_calls_box.value() == 8
+    sent.lookups_box.setChecked(False)
+    sent.lookup_calls_box.setValue(3)
+    w.commit()
+    assert (saved_prefs['lookups'], saved_prefs['lookup_calls']) == (False, 3)
+    w.close()
+    saved_prefs['lookup_calls'] = 'many'
+    w = SettingsWidget()
+    assert not w.sent_tab.lookups_box.isChecked() and w.sent_tab.lookup_calls_box.value() == 8
+    w.close()
+
+
 def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
     """Cancelled, nothing goes; confirmed, the keys, conversations, cached texts and per-book choices do."""
     from calibre_plugins.bookai.conversation.conversation import Conversation

@@ -337,6 +337,44 @@ class ConversionFeedback(CallSurface):
 # }}}
 
 
+class ToolArguments(CallSurface):
+    """A tool call's arguments as a model writes them (core.messages.ToolCall, bounded there), run
+    by the book's tools (grounding.book_tools.BookTools.run) and read by the lookups' loop
+    (conversation.lookups: a repeated call, a call written as text): refused in words, never raised."""
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        good = {'query': 'the keeper', 'k': 3, 'passage': 1, 'position': 0.2, 'name': 'Bill'}
+        if attack == 'deep_json':
+            return [Payload('JSON nested 100,000 levels', P.deep_in(good).decode())]
+        if attack == 'many_values':
+            text = P.tiny_values(16 * MB).decode()
+            return [Payload('millions of empty objects', text, len(text))]
+        if attack == 'wrong_types':
+            return [Payload(label, P.dumps(v).decode()) for label, v in P.wrong_types(good)]
+        if attack == 'control_chars':
+            return [Payload('escapes in every text', P.dumps(P.strings_replaced(good, P.with_escapes)).decode())]
+        if attack == 'oversized':
+            return [Payload('arguments of 64 MB', '{"query": "' + 'x' * 64 * MB + '"}', 64 * MB)]
+        raise ValueError(attack)
+
+    def call(self, arguments: str, where: Path, ctx: Context) -> Observed:
+        extract, tools_module = plugin('grounding.extract'), plugin('grounding.book_tools')
+        lookups, messages = plugin('conversation.lookups'), plugin('core.messages')
+        text = 'The keeper of the light was Bill. ' * 40
+        book = extract.Book([extract.Chapter('One', 0), extract.Chapter('Two', len(text) + 1)],
+                            [extract.Paragraph(0, 0, text), extract.Paragraph(1, len(text) + 1, text)])
+        tools = tools_module.BookTools(book, 0.5, 'position', xray=tools_module.KeptXRay(0, lambda name: None))
+        names = {t.name for t in tools.tools()}
+        results = [tools.run(messages.ToolCall('c', name, arguments), 1) for name in sorted(names)]
+        lookups.normalized(arguments)
+        lookups.written_call(arguments, names)
+        refused = [r for r in results if r.refused]
+        from calibre_plugins.bookai import cli
+        shown = [r.summary for r in results] + [cli.looked_up_line(lookups.Lookup(n, arguments[:100], r.summary))
+                                                 for n, r in zip(sorted(names), results)]
+        return Observed(sentence=refused[0].text if refused else '', shown=shown)
+
+
 class XRayAnswer(CallSurface):
     """A model's answer for a chapter of the X-Ray, read as the X-Ray reads it (conversation.xray.
     parse_answer): the entities of the shape asked for whose names the passages sent hold."""
