@@ -93,6 +93,16 @@ def not_reached() -> Refused:
     return Refused(NOT_REACHED, _('the reader has not reached that part'))
 
 
+def wrong(text: str) -> Refused:
+    """A call whose arguments are not what its tool takes (or of a tool there is not)."""
+    return Refused(text, _('a lookup with wrong arguments'))
+
+
+def not_given(text: str, title: str) -> Refused:
+    """A book none of whose text can be given: unreadable, its place unknown, one book too many."""
+    return Refused(text, _('{title}: none of its text could be given').format(title=shown(title)))
+
+
 @dataclass
 class Opened:
     """A book read for its own text: its format, its Book and Index, and the reader's place."""
@@ -180,8 +190,7 @@ class LibraryTools:
                 return self.chapters(args)
             if call.name == READ:
                 return self.read_passages(args, first_number)
-            raise Refused(f'There is no tool named {call.name[:64]!r}: the tools are {SEARCH}, {CHAPTERS} and '
-                          f'{READ}.', _('no such tool: {name}').format(name=shown(call.name, 64)))
+            raise wrong(f'There is no tool named {call.name[:64]!r}: the tools are {SEARCH}, {CHAPTERS} and {READ}.')
         except Refused as e:
             return ToolResult(e.text, e.summary, refused=True)
 
@@ -194,8 +203,7 @@ class LibraryTools:
         k = count_argument(args, 'k', DEFAULT_K, MAX_K)
         terms = query_terms(query)
         if not terms:
-            raise Refused('The query has no word to search for: give the words to look for.',
-                          _('searched "{query}": no word to search for').format(query=shown(query)))
+            raise wrong('The query has no word to search for: give the words to look for.')
         details = self.details_matching(terms, k)
         passages, note = self.passages_matching(query, terms, k)
         parts = []
@@ -211,9 +219,6 @@ class LibraryTools:
             parts.insert(0, f'Nothing in the library matches {one_line(query)!r}.')
         summary = ngettext('searched "{query}": {count} passage', 'searched "{query}": {count} passages',
                            len(passages)).format(query=shown(query), count=len(passages))
-        if details:
-            summary += ngettext(', {count} book by its details', ', {count} books by their details',
-                                len(details)).format(count=len(details))
         return ToolResult(fitted('\n\n'.join(parts)), summary, tuple(p for _l, _t, p in passages))
 
     def details_matching(self, terms: list[str], k: int) -> list[str]:
@@ -353,35 +358,33 @@ class LibraryTools:
             terms = query_terms(query)
             found = [self.passage(opened, p, terms) for p in opened.index.search(query, k=MAX_K, until=until)]
             chosen = round_robin([found], MAX_K)
-            what = _('read {title} for "{query}"').format(title=shown(opened.title), query=shown(query))
+            what = shown(opened.title)
             if not chosen:
                 head = f'Nothing in {opened.label} matches {one_line(query)!r}' + (
                     ' in what the reader has read.' if until is not None else '.')
-                return ToolResult(head, what + ': ' + _('nothing found'))
+                return ToolResult(head, read_summary(what, 0))
         else:
             if chapter is not None:
                 if chapter > len(book.chapters):
-                    raise Refused(f'{opened.label} has {len(book.chapters)} chapters: there is no chapter {chapter}.',
-                                  _('no such chapter in {title}').format(title=shown(opened.title)))
+                    raise wrong(f'{opened.label} has {len(book.chapters)} chapters: there is no chapter {chapter}.')
                 c = book.chapters[chapter - 1]
                 if until is not None and c.start >= until:
                     raise not_reached()
                 start = c.start
-                what = _('read chapter {number} of {title}').format(number=chapter, title=shown(opened.title))
+                what = shown(opened.title)
                 in_chapter = chapter - 1
             else:
                 start = int((position or 0.0) * book.length)
                 if until is not None and start >= until:
                     raise not_reached()
-                what = _('read {title} from {percent}%').format(title=shown(opened.title),
-                                                                  percent=int((position or 0.0) * 100))
+                what = shown(opened.title)
                 in_chapter = None
             chosen, next_start = self.from_place(opened, start, in_chapter)
             if not chosen:
                 if until is not None:
                     raise not_reached()
                 head = f'There is no text of {opened.label} there.'
-                return ToolResult(head, what + ': ' + _('nothing there'))
+                return ToolResult(head, read_summary(what, 0))
             if next_start is not None:
                 more = (f'\n\nThe text goes on: read_book with position {book.fraction(next_start):.6f} reads the next '
                         'part.')
@@ -389,7 +392,7 @@ class LibraryTools:
                 more = '\n\nThe reader has read no further than this.'
         text = (f'Passages of {opened.label} (cite them as [n]):\n'
                 + self.numbered(((label, t) for label, t, p in chosen), first) + more)
-        summary = what + ': ' + ngettext('{count} passage', '{count} passages', len(chosen)).format(count=len(chosen))
+        summary = read_summary(what, len(chosen))
         return ToolResult(fitted(text), summary, tuple(p for _l, _t, p in chosen))
 
     def from_place(self, opened: Opened, start: int, chapter: int | None) -> tuple[list[tuple[str, str, Place]],
@@ -434,14 +437,12 @@ class LibraryTools:
         if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 18:
             value = int(value.strip())
         if type(value) is not int:
-            raise Refused(f'book_id must be a whole number (a book_id search_library gives), not {kind(value)}.',
-                          _('no book: the book_id is not a number'))
+            raise wrong(f'book_id must be a whole number (a book_id search_library gives), not {kind(value)}.')
         if not 0 < value < MAX_BOOK_ID or not self.db.has_id(value):
-            raise Refused(f'There is no book with book_id {value if abs(value) < 10 ** 18 else "that large"} in the '
-                          'library.', _('no such book in the library'))
+            raise wrong(f'There is no book with book_id {value if abs(value) < 10 ** 18 else "that large"} in the '
+                        'library.')
         if self.book_ids is not None and value not in self.book_ids:
-            raise Refused(f'The book with book_id {value} is not among the books this question is about.',
-                          _('book {id} is not among the books asked about').format(id=value))
+            raise wrong(f'The book with book_id {value} is not among the books this question is about.')
         return value
 
     def name(self, book_id: int, title: object = None, authors: object = None) -> str:
@@ -480,26 +481,24 @@ class LibraryTools:
         fmt = choose_format(begun or self.db.formats(book_id) or ())
         if fmt is None:
             if begun:
-                raise Refused(f'Book AI cannot tell where the reader is in {label}: none of its text can be given.',
-                              _('where you are in {title} is not known').format(title=shown(title)))
-            raise Refused(f'{label} has no file whose text Book AI can read.',
-                          _('{title} has no text that can be read').format(title=shown(title)))
+                raise not_given(f'Book AI cannot tell where the reader is in {label}: none of its text can be given.',
+                                title)
+            raise not_given(f'{label} has no file whose text Book AI can read.', title)
         if self.reads_left <= 0:
-            raise Refused(f'Only {MAX_BOOKS_READ} books can be read in one call: ask for {label} in a call of its own.',
-                          _('too many books in one call'))
+            raise not_given(f'Only {MAX_BOOKS_READ} books can be read in one call: ask for {label} in a call of its '
+                            'own.', title)
         self.reads_left -= 1
         try:
             book, index = self.read(book_id, fmt)
         except (UnreadableBook, OSError) as e:
-            raise Refused(f'{label} could not be read: ' + cut(one_line(str(e)), 300),
-                          _('{title} could not be read').format(title=shown(title))) from None
+            raise not_given(f'{label} could not be read: ' + cut(one_line(str(e)), 300), title) from None
         until = None
         if fmt in begun:  # nothing at or after the place; none of it where the place cannot be found
             places = begun[fmt]
             offset = offset_of_place(book, places) if places else None
             if offset is None:
-                raise Refused(f'Book AI cannot tell where the reader is in {label}: none of its text can be given.',
-                              _('where you are in {title} is not known').format(title=shown(title)))
+                raise not_given(f'Book AI cannot tell where the reader is in {label}: none of its text can be given.',
+                                title)
             until = max(0, min(offset, book.length))
         opened = Opened(book_id, label, title, fmt, book, index, until)
         self.kept[book_id] = opened
@@ -536,17 +535,15 @@ class LibraryTools:
 def call_arguments(call: ToolCall) -> dict:
     """The arguments of a call, as a JSON object. Raises Refused."""
     if call.cut:
-        raise Refused('The arguments are too long: give a short query and a number or two.',
-                      _('{tool}: its arguments are too long').format(tool=shown(call.name, 64)))
+        raise wrong('The arguments are too long: give a short query and a number or two.')
     text = call.arguments.strip() or '{}'
     try:
         value = load_json(text)
     except (ValueError, RecursionError):
-        raise Refused('The arguments are not JSON: give them as a JSON object, such as {"query": "lighthouse"}.',
-                      _('{tool}: its arguments are not JSON').format(tool=shown(call.name, 64))) from None
+        raise wrong('The arguments are not JSON: give them as a JSON object, such as {"query": "lighthouse"}.'
+                    ) from None
     if not isinstance(value, dict):
-        raise Refused(f'The arguments must be a JSON object, not {kind(value)}.',
-                      _('{tool}: its arguments are not an object').format(tool=shown(call.name, 64)))
+        raise wrong(f'The arguments must be a JSON object, not {kind(value)}.')
     return value
 
 
@@ -555,11 +552,9 @@ def text_argument(args: dict, name: str, required: bool = False) -> str | None:
     if value is None and not required:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise Refused(f'{name} must be a string of words, not {kind(value)}.',
-                      _('{name} is not words').format(name=name))
+        raise wrong(f'{name} must be a string of words, not {kind(value)}.')
     if len(value) > MAX_QUERY_CHARS:
-        raise Refused(f'{name} is too long: {MAX_QUERY_CHARS} characters at most.',
-                      _('{name} is too long').format(name=name))
+        raise wrong(f'{name} is too long: {MAX_QUERY_CHARS} characters at most.')
     return value
 
 
@@ -571,8 +566,7 @@ def count_argument(args: dict, name: str, default: int | None, most: int) -> int
     if isinstance(value, float) and value.is_integer() and abs(value) < MAX_BOOK_ID:
         value = int(value)
     if type(value) is not int or value < 1:
-        raise Refused(f'{name} must be a whole number from 1, not {kind(value)}.',
-                      _('{name} is not a number from 1').format(name=name))
+        raise wrong(f'{name} must be a whole number from 1, not {kind(value)}.')
     return min(value, most)
 
 
@@ -581,8 +575,8 @@ def fraction_argument(args: dict, name: str) -> float | None:
     if value is None:
         return None
     if type(value) not in (int, float) or not 0 <= value <= 1:  # NaN is not
-        raise Refused(f'{name} must be a number from 0 (the beginning of the book) to 1 (its end), not '
-                      f'{kind(value)}.', _('{name} is not a fraction of the book').format(name=name))
+        raise wrong(f'{name} must be a number from 0 (the beginning of the book) to 1 (its end), not '
+                    f'{kind(value)}.')
     return float(value)
 
 
@@ -615,6 +609,12 @@ def field_text(field: str, value: object) -> str:
     if field == 'comments':
         text = html.unescape(TAG.sub(' ', text[:MAX_COMMENTS_READ]))
     return text
+
+
+def read_summary(title: str, count: int) -> str:
+    """What the reader is told of a read: "read TITLE: 3 passages"."""
+    return ngettext('read {title}: {count} passage', 'read {title}: {count} passages', count).format(
+        title=title, count=count)
 
 
 def cut(text: str, most: int) -> str:
