@@ -91,15 +91,15 @@ def converted_path(workdir: str | PathLike, src: str | PathLike) -> str:
     return os.path.join(str(workdir), os.path.basename(str(src)) + '.epub')
 
 
-def convert_to_epub(src: str | PathLike, dest: str | PathLike) -> None:
+def convert_to_epub(src: str | PathLike, dest: str | PathLike, seconds: float | None = None) -> None:
     """Convert src to the EPUB dest with calibre's conversion, in a calibre worker process
-    (core.isolated.run of convert_in_worker), killed when it takes longer than
-    CONVERSION_SECONDS or more memory than CONVERSION_MEMORY. From a worker thread or the
-    command line, never the GUI thread. Raises UnreadableBook."""
+    (core.isolated.run of convert_in_worker), killed when it takes longer than seconds (default:
+    CONVERSION_SECONDS; never more) or more memory than CONVERSION_MEMORY. From a worker thread or
+    the command line, never the GUI thread. Raises UnreadableBook."""
     from calibre_plugins.bookai.core import isolated  # late: it imports calibre's worker machinery when used
     try:
-        failed = isolated.run('grounding.formats', 'convert_in_worker', (str(src), str(dest)), CONVERSION_SECONDS,
-                              CONVERSION_MEMORY)
+        failed = isolated.run('grounding.formats', 'convert_in_worker', (str(src), str(dest)),
+                              min(CONVERSION_SECONDS, seconds or CONVERSION_SECONDS), CONVERSION_MEMORY)
     except isolated.Refused as e:
         sentence = str(e)
         raise not_converted(src, sentence[:1].lower() + sentence[1:]) from None
@@ -202,17 +202,18 @@ def feedback_text(message: str) -> str:
     return one_line(said)
 
 
-def read_book(path: str | PathLike, fmt: str, workdir: str | PathLike | None = None) -> Book:
+def read_book(path: str | PathLike, fmt: str, workdir: str | PathLike | None = None,
+              seconds: float | None = None) -> Book:
     """The Book in path, a file of format fmt: EPUB and KEPUB read directly, any other
     format converted to an EPUB in workdir first (a temporary folder, removed after,
-    when workdir is None). Raises UnreadableBook."""
+    when workdir is None), within seconds (convert_to_epub). Raises UnreadableBook."""
     if fmt.upper() in READ_DIRECTLY:
         return read_epub(path)
     if not is_regular(os.fspath(path)):  # never handed to calibre's conversion, which would wait on it
         raise not_converted(path, not_a_file())
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix='bookai-') as tmp:
-            return read_book(path, fmt, tmp)
+            return read_book(path, fmt, tmp, seconds)
     dest = converted_path(workdir, path)
-    convert_to_epub(path, dest)
+    convert_to_epub(path, dest, seconds)
     return read_epub(dest)

@@ -34,17 +34,30 @@ def viewer_annotations_file(path: str) -> str:
 def saved_position(path: str, book: 'Book') -> float | None:
     """The reader's last-read position in the book file at path, as a fraction of book (the
     extract.Book read from it), or None when the viewer has none for it."""
+    offset = offset_of_place(book, last_read_places(path) or [])
+    return None if offset is None else book.fraction(offset)
+
+
+def last_read_places(path: str) -> list[tuple[float, str]] | None:
+    """(when, CFI) of each last-read place the viewer keeps for the book file at path: [] when it
+    keeps none (the book was never opened in the viewer); None when it keeps a file of them that
+    cannot be read (not a file, too large, damaged): the book may have been begun, where is unknown."""
     try:  # calibre's file: a regular file only, opened without blocking, bounded in size and structure
         annotations = load_json(read_regular(viewer_annotations_file(path), MAX_ANNOTATIONS_BYTES))
-    except (OSError, ValueError, RecursionError):  # never opened in the viewer, not a file, too large, damaged
+    except FileNotFoundError:  # never opened in the viewer
+        return []
+    except (OSError, ValueError, RecursionError):  # not a file, too large, damaged
         return None
-    places = []  # (when, fraction)
-    for a in annotations if isinstance(annotations, list) else ():
-        if isinstance(a, dict) and a.get('type') == 'last-read' and a.get('pos_type') == 'epubcfi':
-            offset = book.offset_of_cfi(str(a.get('pos', '')))
-            if offset is not None:
-                places.append((epoch(a.get('timestamp')), book.fraction(offset)))
-    return max(places)[1] if places else None
+    return [(epoch(a.get('timestamp')), str(a.get('pos', '')))
+            for a in (annotations if isinstance(annotations, list) else ())
+            if isinstance(a, dict) and a.get('type') == 'last-read' and a.get('pos_type') == 'epubcfi']
+
+
+def offset_of_place(book: 'Book', places: list[tuple[float, str]]) -> int | None:
+    """The character offset in book of the latest of places (last_read_places()) found in it; None
+    when none is."""
+    found = [(when, offset) for when, cfi in places if (offset := book.offset_of_cfi(cfi)) is not None]
+    return max(found)[1] if found else None
 
 
 def epoch(timestamp: object) -> float:

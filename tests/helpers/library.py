@@ -47,9 +47,9 @@ BOOKS = (  # file name, title, author, text
 LIGHTHOUSE_ID, ORCHARD_ID, ALMANAC_ID, GUIDE_ID, KURZ_ID = 1, 2, 3, 4, 5
 
 
-def make_library(sandbox: Sandbox, name: str = 'library', fts: bool = True) -> Path:
-    """A real library of the books above and calibre's Quick Start Guide (English, German), with
-    calibre's full-text index made by calibre itself when fts."""
+def make_library(sandbox: Sandbox, name: str = 'library', fts: bool = True, more: tuple[Path, ...] = ()) -> Path:
+    """A real library of the books above and calibre's Quick Start Guide (English, German), then the
+    book files of more (ids 6, 7...), with calibre's full-text index made by calibre itself when fts."""
     lib = sandbox.root / name
     for file_name, title, author, text in BOOKS:
         path = sandbox.root / file_name
@@ -58,6 +58,9 @@ def make_library(sandbox: Sandbox, name: str = 'library', fts: bool = True) -> P
         assert r.returncode == 0, r
     r = sandbox.run(['calibredb', '--with-library', lib, 'add', quick_start_epub('eng'), quick_start_epub('deu')])
     assert r.returncode == 0 and 'Added book ids: 4, 5' in r.stdout, r
+    if more:
+        r = sandbox.run(['calibredb', '--with-library', lib, 'add', *more])
+        assert r.returncode == 0, r
     if fts:
         r = sandbox.run(['calibredb', '--with-library', lib, 'fts_index', 'enable', '--wait-for-completion',
                          '--indexing-speed', 'fast'])

@@ -410,6 +410,71 @@ class XRayAnswer(CallSurface):
                         facts={'numbers': [n for m in reading.mentions for n in m.passages]})
 
 
+class LibraryToolCall(CallSurface):
+    """A model's call of one of the library's tools (Ask my library with lookups): its name and its
+    arguments as the JSON text the model wrote, run as the lookups' loop runs it (grounding.
+    library_tools.LibraryTools.run) over a real calibre library of one book. Whatever the arguments,
+    a result comes back, refused in words when they are not what the tool takes."""
+
+    may_raise = ()  # a Toolbox answers every call with a result (conversation/lookups.py): no error at all
+    GOOD = {'search_library': {'query': 'the good chapter', 'k': 3},
+            'book_chapters': {'book_id': 1},
+            'read_book': {'book_id': 1, 'query': 'good', 'chapter': 1, 'position': 0.5}}
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        out = []
+        for name, good in self.GOOD.items():
+            if attack == 'oversized':
+                text = P.dumps({**good, 'query': 'x' * 64 * MB}).decode()
+                out.append(Payload(f'{name}: arguments of 64 MB', (name, text), len(text)))
+            elif attack == 'deep_json':
+                out += [Payload(f'{name}: JSON nested 100,000 levels', (name, P.deep_in(good).decode())),
+                        Payload(f'{name}: JSON nested as deep as a call holds', (name, '[' * 7000 + ']' * 900))]
+            elif attack == 'many_values':
+                text = P.tiny_values(16 * MB).decode()
+                out += [Payload(f'{name}: millions of empty objects', (name, text), len(text)),
+                        Payload(f'{name}: as many as a call holds', (name, P.tiny_values(7900).decode()))]
+            elif attack == 'wrong_types':
+                out += [Payload(f'{name}: {label}', (name, P.dumps(v).decode())) for label, v in P.wrong_types(good)]
+            elif attack == 'control_chars':
+                out += [Payload(f'{name}: escapes in every text',
+                                (name, P.dumps(P.strings_replaced(good, P.with_escapes)).decode())),
+                        Payload(f'{name}: escapes in its name', (P.with_escapes(name), P.dumps(good).decode()))]
+            elif attack == 'numbers':
+                out += [Payload(f'{name}: {label}', (name, P.dumps(P.numbers_replaced(good, n)).decode()))
+                        for label, n in P.BAD_NUMBERS.items()]
+            else:
+                raise ValueError(attack)
+        return out
+
+    def call(self, data: Any, where: Path, ctx: Context) -> Observed:
+        messages = plugin('core.messages')
+        tools = self.tools(ctx.scratch)
+        name, arguments = data
+        r = tools.run(messages.ToolCall('call-1', name, arguments), 1)
+        # the reader is told the summary; the text goes to the model
+        seen = Observed(sentence=r.summary, shown=[r.text], facts={'numbers': [p.position for p in r.places]})
+        if not r.refused and ctx.attack in ('oversized', 'deep_json'):
+            seen.facts['ran'] = f'{name} ran with arguments it cannot have read: {r.text[:200]!r}'
+        return seen
+
+    _tools: Any = None
+
+    def tools(self, scratch: Path) -> Any:
+        """The library's tools over a real library of one book, made once in the case's process."""
+        if LibraryToolCall._tools is None:
+            from calibre.ebooks.metadata.book.base import Metadata
+            from calibre.library import db as open_db
+            lt = plugin('grounding.library_tools')
+            book = scratch / 'made' / 'good.epub'
+            book.parent.mkdir(exist_ok=True)
+            book.write_bytes(P.epub_bytes([f'<h1>One</h1><p>{GOOD}</p>', '<h1>Two</h1><p>Another chapter.</p>']))
+            cache = open_db(str(scratch / 'library')).new_api
+            cache.add_books([(Metadata('A good book', ['An author']), {'EPUB': str(book)})])
+            LibraryToolCall._tools = lt.LibraryTools(cache, None)
+        return LibraryToolCall._tools
+
+
 class RetryAfter(CallSurface):
     """A service's Retry-After header, read for how long to wait (core.transport.parse_retry_after):
     whatever it says, a wait that is a number of seconds, finite and not negative, or none."""

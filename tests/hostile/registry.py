@@ -401,7 +401,7 @@ def file_entries() -> list[Entry]:
               'grounding.reading_position:saved_position', 'file',
               ('grounding.reading_position:MAX_ANNOTATIONS_BYTES', *JSON),
               FILE_ATTACKS + ('numbers',), ('grounding.reading_position:saved_position', 'grounding.extract:parse_cfi',
-                                            READ_REGULAR),
+                                            'grounding.reading_position:last_read_places', READ_REGULAR),
               S.ViewerAnnotations(FILE_ATTACKS + ('numbers',))),
     ]
 
@@ -496,6 +496,15 @@ def call_entries() -> list[Entry]:
               ('conversation.summaries:ask_summary', 'conversation.summaries:checked_summary',
                'conversation.summaries:echoed'),
               C.SummaryAnswer(('oversized', 'endless', 'control_chars'))),
+        Entry('call/library_tool_call', "a model's call of a tool of the library (Ask my library): its name and "
+              'its arguments as JSON', 'grounding.library_tools:LibraryTools.run', 'call',
+              ('core.messages:MAX_TOOL_ARGUMENTS_CHARS', *JSON, 'grounding.library_tools:MAX_QUERY_CHARS',
+               'grounding.library_tools:MAX_K', 'grounding.library_tools:RESULT_CHARS',
+               'grounding.library_tools:MAX_BOOKS_READ', 'grounding.library_tools:READ_SECONDS'),
+              ('oversized', 'deep_json', 'many_values', 'wrong_types', 'control_chars', 'numbers'),
+              ('grounding.library_tools:LibraryTools.run', 'grounding.library_tools:call_arguments',
+               'core.limits:load_json'),
+              C.LibraryToolCall(('oversized', 'deep_json', 'many_values', 'wrong_types', 'control_chars', 'numbers'))),
         Entry('call/retry_after', "a service's Retry-After header (429, 503): how long to wait before asking again",
               'core.transport:parse_retry_after', 'call',
               ('core.transport:RetryPolicy.longest_wait', 'core.transport:RetryPolicy.attempts'), ('numbers',),
