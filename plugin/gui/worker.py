@@ -31,13 +31,15 @@ GarbageCollector); its E-book viewer does not, so Book AI does it there with cal
 import gc
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qt.core import QApplication, QObject, QTimer, pyqtSignal
 
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import Chunk
 
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.conversation.lookups import LookedUp
 
 
 def collect_garbage_on_gui_thread() -> None:
@@ -171,10 +173,11 @@ class StreamRelay(QObject):
     ended = pyqtSignal()
 
 
-def stream_in_thread(chunks: Callable[[], Iterable[Chunk]], cancel: CancelToken,
-                     on_chunk: Callable[[Chunk, CancelToken], object]) -> None:
+def stream_in_thread(chunks: 'Callable[[], Iterable[Chunk | LookedUp]]', cancel: CancelToken,
+                     on_chunk: 'Callable[[Chunk | LookedUp, CancelToken], object]') -> None:
     """Read chunks() (an answer's stream, conversation.exchange.Exchange.chunks: it never raises,
-    and its last chunk is a Done or a Failed) in a thread; on_chunk(chunk, cancel) is called on
+    its last chunk is a Done or a Failed, and between a provider's chunks come the lookups the
+    model made, as LookedUp) in a thread; on_chunk(chunk, cancel) is called on
     the GUI thread for each. cancel is the stream's Stop: the stream then ends with a cancelled
     Done. Chunks already on their way still arrive after Stop: the token tells which request
     they are of."""
