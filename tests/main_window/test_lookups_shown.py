@@ -24,7 +24,7 @@ from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.grounding.scopes import Place
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from helpers.books import quick_start_epub
-from helpers.calibre_gui import stand_in_gui, wait_until, when_modal
+from helpers.calibre_gui import shoot, stand_in_gui, wait_until, when_modal
 from helpers.peers import use_server
 
 TINY_TOKENS, TINY_CONTEXT = 16, 16384
@@ -103,6 +103,7 @@ def test_lookups_show_as_they_come_then_fold(qapp, prefs, gui, books, tiny, monk
         assert w.panel.streaming
         assert "Looked up: searched 'convert': 2 passages [1] [2]" in shown(w)
         assert 'bookai:cite/0/1' in w.panel.chat.toHtml() and 'refused' not in shown(w)
+        shoot(w, artifacts / 'lookups-live.png', 10_000)
         seen, opened = open_citation(w, gui, 2)  # a link while the answer streams opens its place too
         assert seen == [('Passage 2', found[1].text)] and opened == [(1, 'EPUB', search.places[1].cfi)]
     finally:
@@ -119,7 +120,7 @@ def test_lookups_show_as_they_come_then_fold(qapp, prefs, gui, books, tiny, monk
     lines = text[text.index('▾ 2 lookups'):].splitlines()
     assert lines[1:3] == ["Looked up: searched 'convert': 2 passages [1] [2]",
                           'Looked up, refused: read around [99]: the reader has not reached that part']
-    assert w.grab().save(str(artifacts / 'lookups-unfolded.png'))
+    shoot(w, artifacts / 'lookups-unfolded.png', 10_000)
     w.panel.chat.on_link(QUrl('bookai:lookups/0'))
     assert 'Looked up' not in shown(w) and '▸ 2 lookups' in shown(w)
     w.close()

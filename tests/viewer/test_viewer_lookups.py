@@ -14,7 +14,7 @@ from calibre_plugins.bookai.conversation.prompts import numbered_block
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.grounding.scopes import Place
 from helpers.books import quick_start_epub
-from helpers.calibre_gui import StandInViewer, wait_until
+from helpers.calibre_gui import StandInViewer, shoot, wait_until
 
 
 class WebView:
@@ -58,7 +58,7 @@ def test_the_viewer_panel_shows_lookups_and_goes_to_their_passages(qapp, prefs, 
     assert '▸ 1 lookup' in p.chat.toPlainText() and 'Looked up' not in p.chat.toPlainText()
     p.chat.on_link(QUrl('bookai:lookups/0'))
     assert "Looked up: searched 'library': 2 passages [1] [2]" in p.chat.toPlainText()
-    assert panel.grab().save(str(artifacts / 'viewer-lookups.png'))
+    shoot(panel, artifacts / 'viewer-lookups.png', 10_000)
     p.chat.on_link(QUrl('bookai:cite/0/2'))  # the lookup's second passage: the viewer jumps there
     p.chat.on_link(QUrl('bookai:cite/0/1'))
     assert viewer.web_view.went == [('cfi', places[1].cfi), ('cfi', places[0].cfi)]
