@@ -27,7 +27,7 @@ things up, for What will be sent and the reader's consent.
 
 from collections.abc import Callable
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from qt.core import (
     QApplication, QCloseEvent, QDialog, QFont, QHBoxLayout, QKeyEvent, QLabel, QPalette, QPlainTextEdit, QPushButton,
@@ -510,7 +510,8 @@ class ConversationPanel(QWidget):
         if isinstance(chunk, LookedUp):
             self.live_lookups.append(chunk.lookup)
             self.chat.add_lookup(chunk.lookup)
-        if exchange.take(chunk):  # type: ignore[arg-type]  # a LookedUp too, once Exchange.chunks yields them
+        # a LookedUp too: Exchange.take keeps it with the turn once Exchange.chunks yields them (Any: typed either way)
+        if cast(Any, exchange).take(chunk):
             self.finish_answer()
         elif isinstance(chunk, TextDelta):
             self.chat.add_text(chunk.text)
