@@ -12,6 +12,9 @@ Links in the conversation are handled here: ours (scheme "bookai:") become the
 link_activated signal, http and https ones open in the browser only when
 clicked, and the document never loads a resource from anywhere.
 
+What the model looked up while answering (gui/lookups.py) is shown under the answer: a line each
+as the lookups come while it streams, then folded into one line that unfolds when clicked.
+
 The web pages an answer used (web search) are listed under it, as calibre lists
 them: each title a link to its page, its site beside it. They come from outside:
 only what core.web_links keeps is shown (web addresses, each once, a bounded
@@ -32,22 +35,19 @@ from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.conversation.render import markdown_to_html, renderer, stable_end
 from calibre_plugins.bookai.core.web_links import is_web_address, kept_links, site
 from calibre_plugins.bookai.grounding.citations import repeated_passages
+from calibre_plugins.bookai.gui.lookups import (  # link: ours, made there for both
+    MUTED_COLOR, all_lookups, cited_place, lines_html, link, lookups_html, passage_count,
+)
 from calibre_plugins.bookai.settings.prefs import chat_text_size
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.conversation.conversation import Turn
+    from calibre_plugins.bookai.conversation.lookups import Lookup
 
 load_translations()
 
 FLUSH_INTERVAL = 40  # ms between two renders of a streaming tail
 ERROR_COLOR = '#c0392b'
-MUTED_COLOR = '#7f8c8d'
-
-
-def link(target: str, text: str, title: str = '') -> str:
-    """One of our links (bookai:target), as HTML."""
-    t = f' title="{escape(title)}"' if title else ''
-    return f'<a href="bookai:{target}"{t} style="text-decoration:none">{escape(text)}</a>'
 
 
 def question_html(text: str, note: str = '') -> str:
@@ -59,9 +59,10 @@ def question_html(text: str, note: str = '') -> str:
 
 def sent_note(turn: 'Turn') -> str:
     """What of the book went with a question, in words ('' for nothing)."""
-    if not turn.places:
+    firsts = [lookup.first for lookup in turn.lookups if lookup.first > 0]
+    count = min([len(turn.places), *(first - 1 for first in firsts)])  # not those its lookups found
+    if count <= 0:
         return ''
-    count = len(turn.places)
     if turn.places[0].book_id:  # found across the library
         return _('Sent with passages of your books: {count}.').format(count=count)
     if turn.spoiler_safe:
@@ -80,7 +81,7 @@ def muted_html(text: str) -> str:
 class ChatView(QTextBrowser):
     """The conversation, as it is read and as an answer streams into it."""
 
-    link_activated = pyqtSignal(str, int)  # what ('copy', 'reasoning', 'save', 'retry', 'settings'), turn index
+    link_activated = pyqtSignal(str, int)  # what ('copy', 'reasoning', 'lookups', 'save', 'retry', 'settings'), turn
     citation_activated = pyqtSignal(int, int)  # turn index, passage number
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -91,6 +92,7 @@ class ChatView(QTextBrowser):
         self.anchorClicked.connect(self.on_link)
         self.document().setUndoRedoEnabled(False)  # read-only: no undo history growing with every update
         self.reasoning_shown: set[int] = set()
+        self.lookups_shown: set[int] = set()  # the turns whose lookups are unfolded
         self.save_text = ''  # the Save link under each reply ('' for none)
         self.stream: Stream | None = None
         self.flush_timer = t = QTimer(self)
@@ -159,10 +161,11 @@ class ChatView(QTextBrowser):
         parts.append(self.turn_footer_html(index, turn))
         return ''.join(parts)
 
-    def turn_footer_html(self, index: int, turn: 'Turn') -> str:
-        """What follows an answer: how it ended when that is worth saying, the tokens of its prompt
+    def turn_footer_html(self, index: int, turn: 'Turn', live: 'Sequence[Lookup]' = ()) -> str:
+        """What follows an answer: what the model looked up (folded; live: those seen as it streamed
+        that the turn does not hold), how it ended when that is worth saying, the tokens of its prompt
         read from the provider's cache, an error, the links."""
-        parts = [sources_html(turn)]
+        parts = [lookups_html(index, all_lookups(turn, live), index in self.lookups_shown), sources_html(turn)]
         if turn.finish_reason == 'cancelled':
             parts.append(muted_html(_('Stopped.')))
         elif turn.finish_reason == 'length':
@@ -189,6 +192,9 @@ class ChatView(QTextBrowser):
     def toggle_reasoning(self, index: int) -> None:
         self.reasoning_shown ^= {index}
 
+    def toggle_lookups(self, index: int) -> None:
+        self.lookups_shown ^= {index}
+
     def append_html(self, html: str) -> None:
         c = self.end_cursor()
         c.insertBlock()
@@ -199,16 +205,17 @@ class ChatView(QTextBrowser):
     # one answer as it streams {{{
 
     def begin_answer(self, question: str, header: str, cite: Callable[[int], str] | None = None,
-                     note: str = '') -> None:
+                     note: str = '', index: int = -1) -> None:
         """Show the question and where the answer will come; the answer streams in after.
-        cite: what its [n] citations become (citing()); note: what went with it (sent_note())."""
+        cite: what its [n] citations become (citing()); note: what went with it (sent_note());
+        index: the turn's, for the links of its lookups' passages."""
         self.stop_stream()
         self.apply_text_size()
         at_bottom = self.at_bottom()
         self.append_html(question_html(question, note))
         c = self.end_cursor()
         c.insertBlock()
-        self.stream = Stream(c.position(), cite)  # the answer's region: header, finished blocks, tail
+        self.stream = Stream(c.position(), cite, index)  # the answer's region: header, finished blocks, tail
         c.insertHtml(header_html(header))
         c.insertBlock()
         self.stream.tail_start = self.stream.body_start = c.position()
@@ -220,6 +227,15 @@ class ChatView(QTextBrowser):
         if self.stream is not None and text:
             self.stream.arrived.append(text)
             self.stream.dirty = True
+            if not self.flush_timer.isActive():
+                self.flush_timer.start()
+
+    def add_lookup(self, lookup: 'Lookup') -> None:
+        """A lookup the model made while answering: its line shows under the answer as it streams."""
+        s = self.stream
+        if s is not None:
+            s.lookups.append(lookup)
+            s.dirty = True
             if not self.flush_timer.isActive():
                 self.flush_timer.start()
 
@@ -240,7 +256,7 @@ class ChatView(QTextBrowser):
         s.dirty = False
         at_bottom = self.at_bottom()
         if not s.has_text and not s.arrived:
-            self.render_tail(muted_html(_('Thinking…')))
+            self.render_tail(muted_html(_('Thinking…')) + self.live_lookups_html())
         else:
             s.has_text = True
             text = s.tail + ''.join(s.arrived)
@@ -253,9 +269,14 @@ class ChatView(QTextBrowser):
                 s.tail_start = c.position()
                 text = text[end:]
             s.tail = text
-            self.render_tail(markdown_to_html(text, s.cite))
+            self.render_tail(markdown_to_html(text, s.cite) + self.live_lookups_html())
         if at_bottom:
             self.scroll_to_bottom()
+
+    def live_lookups_html(self) -> str:
+        """The lines of the lookups made so far, under the answer that streams ('' for none)."""
+        s = self.stream
+        return lines_html(s.index, s.lookups) if s is not None and s.lookups else ''
 
     def render_tail(self, html: str) -> None:
         """Replace what follows the stream's finished blocks with html."""
@@ -282,12 +303,13 @@ class ChatView(QTextBrowser):
             return
         self.flush_timer.stop()
         at_bottom = self.at_bottom()
+        live, s.lookups = tuple(s.lookups), []  # their lines go: the footer has them, folded
         if s.arrived or s.has_text:
             s.dirty = True
             self.flush()
         else:
             self.render_tail('')  # "Waiting…" or "Thinking…" goes
-        footer = self.turn_footer_html(index, turn)
+        footer = self.turn_footer_html(index, turn, live)
         if footer:
             c = self.end_cursor()
             c.insertBlock()
@@ -321,18 +343,23 @@ class ChatView(QTextBrowser):
         sb.setValue(sb.maximum())
 
 
-def citing(index: int, turn: 'Turn') -> Callable[[int], str] | None:
+def citing(index: int, turn: 'Turn', live: 'Callable[[], Sequence[Lookup]] | None' = None
+           ) -> Callable[[int], str] | None:
     """What the [n] citations of turn index become: a link to passage n when it was sent with
-    the question, flagged when it was not; None for a turn sent without passages."""
-    if not turn.places:
+    the question or found by a lookup, flagged when it was not; None for a turn sent without
+    passages that looked nothing up. live: the lookups of an answer still streaming (its [n]
+    may cite what they found: until they do, a turn that has no passage leaves [n] as it is)."""
+    if not turn.places and not turn.lookups and live is None:
         return None
-    count = len(turn.places)
 
     def cite(n: int) -> str:
-        if 0 < n <= count:
-            place = turn.places[n - 1]
+        found = live() if live is not None else ()
+        place = cited_place(turn, n, found)
+        if place is not None:
             return link(f'cite/{index}/{n}', str(n), _('Passage {n}: {chapter}, at {position:.0%}').format(
                 n=n, chapter=place.chapter, position=place.position))
+        if not passage_count(turn, found):
+            return escape(str(n))  # nothing to cite yet
         return (f'<span style="color:{ERROR_COLOR}" title="{escape(_("Not a passage that was sent"))}">'
                 f'{n}?</span>')
     return cite
@@ -382,8 +409,10 @@ def sources_html(turn: 'Turn') -> str:
 class Stream:
     """Where the answer that is streaming sits in the document, and what of it is not rendered yet."""
 
-    def __init__(self, start: int, cite: Callable[[int], str] | None = None) -> None:
+    def __init__(self, start: int, cite: Callable[[int], str] | None = None, index: int = -1) -> None:
         self.cite = cite
+        self.index = index          # the turn's
+        self.lookups: list['Lookup'] = []  # what the model looked up so far, shown under the answer
         self.start = start          # where the answer's region begins in the document
         self.body_start = start     # where the answer's text begins, after its header
         self.tail_start = start     # where the unfinished tail begins

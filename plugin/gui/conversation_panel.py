@@ -18,6 +18,11 @@ take a moment, and can be stopped), shown for consent before they go to an onlin
 provider; the answer's [n] citations are links to those passages. What goes with
 a question is built by conversation.question; the panel reads the book, waits,
 asks, and shows.
+
+When the model looks things up while it answers (conversation/lookups.py), each lookup comes as a
+LookedUp between the answer's chunks: its line shows under the answer as it comes, and its passages
+are cited as the question's are. lookups_sentence() says whether a question's answer may look
+things up, for What will be sent and the reader's consent.
 """
 
 from collections.abc import Callable
@@ -31,9 +36,8 @@ from qt.core import (
 
 from calibre_plugins.bookai.conversation.conversation import Conversation, usage_text
 from calibre_plugins.bookai.conversation.exchange import Exchange
+from calibre_plugins.bookai.conversation.lookups import LookedUp, Lookup, LookupNotice
 from calibre_plugins.bookai.conversation.notes import conversation_markdown
-from calibre_plugins.bookai.conversation.prompts import passage_texts
-from calibre_plugins.bookai.conversation.lookups import LookedUp, LookupNotice
 from calibre_plugins.bookai.conversation.question import (
     MEANING_FAILED, SO_FAR_SCOPES, Question, Room, book_question, book_text_room, by_meaning, meaning,
 )
@@ -45,6 +49,7 @@ from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
 from calibre_plugins.bookai.grounding.scopes import Excerpt, NoPlace, Place, check_place
 from calibre_plugins.bookai.gui.book_text import BookText
 from calibre_plugins.bookai.gui.chat import ChatView, citing, link, sent_note
+from calibre_plugins.bookai.gui.lookups import cited_place, passage_text
 from calibre_plugins.bookai.gui.passages import (
     SO_FAR_CONSENT, CitationDialog, Grounding, ScopeRow, needs_consent, remember_consent, scope_label,
 )
@@ -95,6 +100,7 @@ class ConversationPanel(QWidget):
         self.keep_conversation, self.save, self.open_settings, self.intro = keep, save, settings, intro
         self.prepare, self.grounding = prepare, grounding
         self.exchange: Exchange | None = None  # the question whose answer is coming
+        self.live_lookups: list[Lookup] = []  # what the model looked up so far for the answer that is coming
         self.loading: object | None = None  # the token of the wait before a question is sent (start_waiting)
         self.loading_cancel: CancelToken | None = None  # Stop for the passages being embedded
         self.closed = False
@@ -458,22 +464,25 @@ class ConversationPanel(QWidget):
         goes online), then stream the answer."""
         for notice in question.notices:
             self.show_notice(notice)
-        consent = bool(question.passages) and needs_consent(self.consent_books(question), provider)
+        lookups, most = self.lookups_sentence(provider, question)
+        consent = bool(question.passages or lookups) and needs_consent(self.consent_books(question), provider)
         if consent or needs_confirmation(provider, self.conv):
             model = self.conv.model or provider.config.option('model')
             d = PreviewDialog(provider, model, question.messages(self.conv), confirm=True,
-                              passages=len(question.places) if consent else 0, parent=self)
+                              passages=len(question.places) if consent else 0, lookups=lookups if consent else '',
+                              most_lookups=most, parent=self)
             if d.exec() != QDialog.DialogCode.Accepted:
                 self.give_back(typed)
                 return False
             if consent and d.dont_ask is not None and d.dont_ask.isChecked():
                 remember_consent(self.consent_books(question), provider)
         self.exchange = exchange = Exchange(self.conv, provider, question)
+        self.live_lookups = live = list[Lookup]()
         if exchange.replaces_failed:  # a failed turn is asked again: it goes away
             self.chat.show_conversation(self.conv.turns[:-1], self.assistant(provider), self.intro_html())
         answering = _('{assistant} is answering…').format(assistant=self.assistant(provider))
-        self.chat.begin_answer(question.text, answering, citing(exchange.index, exchange.turn),
-                               sent_note(exchange.turn))
+        self.chat.begin_answer(question.text, answering, citing(exchange.index, exchange.turn, lambda: live),
+                               sent_note(exchange.turn), exchange.index)
         stream_in_thread(exchange.chunks, exchange.cancel, self.on_chunk)
         self.update_state()
         return True
@@ -488,10 +497,21 @@ class ConversationPanel(QWidget):
         """What came of the answer that is coming, if one is."""
         return self.exchange.answer if self.exchange is not None else None
 
+    def lookups_sentence(self, provider: 'AIProviderPlugin', question: Question) -> tuple[str, int]:
+        """Whether the answer to question may look things up: what the model can see through its
+        tools, in a sentence (Toolbox.description()), and how many lookups at most; ('', 0) when it
+        looks nothing up. For What will be sent and the reader's consent."""
+        return '', 0
+
     def on_chunk(self, chunk: 'Chunk | LookedUp | LookupNotice', cancel: CancelToken) -> None:
         exchange = self.exchange
         if self.closed or exchange is None or cancel is not exchange.cancel:
             return  # closed, or an answer stopped by a new conversation: it is no longer shown
+        if isinstance(chunk, LookedUp):  # Exchange.take keeps it with the turn, below
+            self.live_lookups.append(chunk.lookup)
+            self.chat.add_lookup(chunk.lookup)
+        elif isinstance(chunk, LookupNotice):
+            self.show_notice(chunk.text)
         if exchange.take(chunk):
             self.finish_answer()
         elif isinstance(chunk, TextDelta):
@@ -564,8 +584,8 @@ class ConversationPanel(QWidget):
             return
         if what == 'copy':
             QApplication.clipboard().setText(turns[index].answer)
-        elif what == 'reasoning':
-            self.chat.toggle_reasoning(index)
+        elif what in ('reasoning', 'lookups'):
+            (self.chat.toggle_reasoning if what == 'reasoning' else self.chat.toggle_lookups)(index)
             if not self.streaming:
                 self.chat.show_conversation(turns, self.assistant(self.provider), self.intro_html())
         elif what == 'save' and self.save is not None:
@@ -574,13 +594,16 @@ class ConversationPanel(QWidget):
     def show_citation(self, index: int, number: int) -> None:
         """A citation was clicked: go to that place of the book, or show the passage."""
         turns = self.conv.turns
-        if not 0 <= index < len(turns) or not 0 < number <= len(turns[index].places):
+        if not 0 <= index < len(turns):
             return
-        place = turns[index].places[number - 1]
+        live = self.live_lookups if self.exchange is not None and index == self.exchange.index else ()
+        place = cited_place(turns[index], number, live)  # sent with the question, or found by a lookup
+        if place is None:
+            return
         g = self.grounding
         if g is not None and g.go_to is not None and g.jumps:
             return g.go_to(place)
-        text = passage_texts(turns[index].passages).get(number, '')
+        text = passage_text(turns[index], number, live)
         CitationDialog(number, place, text, self.go_to_for(place), self).exec()
 
     def go_to_for(self, place: Place) -> Callable[[Place], None] | None:
@@ -605,7 +628,8 @@ class ConversationPanel(QWidget):
         if self.scope != 'metadata':
             self.show_notice(_('Passages of the book are chosen for each question when it is sent, and shown '
                                'for you to confirm before they go to a provider that is not on this computer.'))
-        PreviewDialog(provider, model, messages, parent=self).exec()
+        lookups, most = self.lookups_sentence(provider, Question(question))
+        PreviewDialog(provider, model, messages, parent=self, lookups=lookups, most_lookups=most).exec()
 
     def show_settings(self) -> None:
         if self.open_settings is not None:

@@ -4,6 +4,10 @@ how many tokens they are and what they may cost, before anything is sent.
 
 Shown on request, and, for a provider that is not on this computer, before the
 first question of a conversation (or every question) as the settings say.
+
+When the model may look things up while it answers (conversation/lookups.py), what it finds is
+not known before: the caller says what it can see, in a sentence, and how many lookups at most;
+a paragraph says so, and that what the lookups find goes where the messages go.
 """
 
 from collections.abc import Sequence
@@ -11,11 +15,12 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from qt.core import (
-    QCheckBox, QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout, QWidget,
+    QCheckBox, QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QTextBrowser, Qt, QVBoxLayout, QWidget,
 )
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.core.messages import Message, Role, estimated_tokens
+from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.core.web_links import shown_address, site
 from calibre_plugins.bookai.providers.pricing import sending_estimate
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
@@ -56,6 +61,29 @@ def summary_html(provider: 'AIProviderPlugin', model: str, messages: Sequence[Me
     return '<p>' + '<br>'.join(lines) + '</p>'
 
 
+MOST_SENTENCE_CHARS = 1000  # of the caller's sentence on what the lookups can see
+
+
+def lookups_html(provider: 'AIProviderPlugin', lookups: str, most: int = 0) -> str:
+    """The paragraph on the lookups the model may make: lookups, what it can see through them (a
+    sentence; '' for no lookups: no paragraph); most, how many at most (0: not said)."""
+    sentence = one_line(lookups)[:MOST_SENTENCE_CHARS]
+    if not sentence:
+        return ''
+    if most > 0:
+        may = ngettext('While it answers, the model may look things up, at most {count} time.',
+                       'While it answers, the model may look things up, at most {count} times.',
+                       most).format(count=most)
+    else:
+        may = _('While it answers, the model may look things up.')
+    if provider.connection.is_local:
+        where = _('What it finds stays on this computer.')
+    else:
+        where = _('What it finds is sent to {provider} too, with these messages.').format(
+            provider=provider.display_name)
+    return '<p>' + escape(may) + '<br>' + escape(sentence) + '<br><b>' + escape(where) + '</b></p>'
+
+
 def messages_html(messages: Sequence[Message]) -> str:
     parts = []
     for m in messages:
@@ -67,20 +95,25 @@ def messages_html(messages: Sequence[Message]) -> str:
 
 class PreviewDialog(QDialog):
     """confirm=True: Send and Cancel, and the choice of when to be asked again. passages: how
-    many passages of the book are in the messages, for the reader's consent to send them."""
+    many passages of the book are in the messages, lookups: what the model may look up in the
+    book (a sentence, '' for nothing) and most_lookups how many times at most, for the reader's
+    consent to send them."""
 
     def __init__(self, provider: 'AIProviderPlugin', model: str, messages: Sequence[Message], confirm: bool = False,
-                 passages: int = 0, parent: QWidget | None = None) -> None:
+                 passages: int = 0, parent: QWidget | None = None, lookups: str = '',
+                 most_lookups: int = 0) -> None:
         super().__init__(parent)
         self.provider, self.model, self.messages, self.confirm = provider, model, messages, confirm
-        self.passages = passages
+        self.passages, self.lookups, self.most_lookups = passages, lookups, most_lookups
         self.setWindowTitle(_('What will be sent'))
         self.setup_ui()
         self.resize(700, 560)
 
     def setup_ui(self) -> None:
         layout = QVBoxLayout(self)
-        self.summary = QLabel(summary_html(self.provider, self.model, self.messages, self.passages), self)
+        self.summary = QLabel(summary_html(self.provider, self.model, self.messages, self.passages)
+                              + lookups_html(self.provider, self.lookups, self.most_lookups), self)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setWordWrap(True)
         layout.addWidget(self.summary)
         self.view = QTextBrowser(self)
@@ -88,7 +121,7 @@ class PreviewDialog(QDialog):
         self.view.setHtml(messages_html(self.messages))
         layout.addWidget(self.view, 1)
         self.policy = self.dont_ask = None
-        if self.confirm and self.passages:
+        if self.confirm and (self.passages or self.lookups):
             self.dont_ask = QCheckBox(_('Don\'t ask again before sending this book\'s text to {provider}').format(
                 provider=self.provider.display_name), self)
             layout.addWidget(self.dont_ask)

@@ -177,7 +177,8 @@ class StreamRelay(QObject):
 def stream_in_thread(chunks: 'Callable[[], Iterable[Chunk | LookedUp | LookupNotice]]', cancel: CancelToken,
                      on_chunk: 'Callable[[Chunk | LookedUp | LookupNotice, CancelToken], object]') -> None:
     """Read chunks() (an answer's stream, conversation.exchange.Exchange.chunks: it never raises,
-    and its last chunk is a Done or a Failed) in a thread; on_chunk(chunk, cancel) is called on
+    its last chunk is a Done or a Failed, and between a provider's chunks come the lookups the
+    model made, as LookedUp) in a thread; on_chunk(chunk, cancel) is called on
     the GUI thread for each. cancel is the stream's Stop: the stream then ends with a cancelled
     Done. Chunks already on their way still arrive after Stop: the token tells which request
     they are of."""

@@ -4,7 +4,9 @@
 calibre's full-text index (when the library has it turned on) finds the passages
 that match the question, over the whole library or the books selected; they go
 with the question, numbered, and the answer's citations open the passage, with
-its book, and "Open in viewer at this place". Each question searches anew.
+its book, and "Open in viewer at this place". Each question searches anew. What the
+model looked up while answering shows under the answer, as in the discussion window
+(gui/lookups.py), its passages from any book of the library.
 """
 
 from collections.abc import Callable, Iterable
@@ -15,12 +17,12 @@ from qt.core import QComboBox, QHBoxLayout, QLabel, Qt, QVBoxLayout
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.library import BookLibrary
-from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.conversation.question import Question, library_question
 from calibre_plugins.bookai.grounding.library_search import fts_message
 from calibre_plugins.bookai.grounding.scopes import Place
 from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel, PanelDialog
 from calibre_plugins.bookai.gui.icons import plugin_icon
+from calibre_plugins.bookai.gui.lookups import number_of, passage_text
 from calibre_plugins.bookai.gui import settings_dialog
 from calibre_plugins.bookai.gui.worker import run_in_thread
 
@@ -115,8 +117,12 @@ class LibraryQuestionWindow(PanelDialog):
 
     def open_in_viewer(self, place: Place) -> None:
         """Open the book a passage is from in the E-book viewer, at the passage."""
-        turn = next((t for t in reversed(self.panel.conv.turns) if place in t.places), None)
-        text = passage_texts(turn.passages).get(turn.places.index(place) + 1, '') if turn else ''
+        text, live = '', self.panel.live_lookups
+        for turn in reversed(self.panel.conv.turns):  # the passage's text, sent with a question or found by a lookup
+            n = number_of(turn, place, live)
+            if n:
+                text = passage_text(turn, n, live)
+                break
         words = ' '.join(text.replace('…', ' ').split()[:8])
         assert self.gui is not None  # opened from calibre's main window (main_window.action), which opens books
         self.gui.iactions['View'].view_format_by_id(place.book_id, place.fmt, open_at=f'search:{words}'

@@ -130,6 +130,39 @@ class WebLinks(CallSurface):
 # }}}
 
 
+# what a lookup the model made says, under the answer {{{
+
+class LookupsShown(CallSurface):
+    """The lookups the model made while answering (conversation.lookups.Lookup: its tool's name and
+    arguments as the model wrote them, the summary of what came of it, a History file's as its
+    own), as the windows show them under the answer (gui.lookups: lines of plain text, as HTML)."""
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        good = ('search_book', '{"query": "the keeper"}', "searched 'the keeper': 1 passage")
+        if attack == 'control_chars':
+            return [Payload('escapes in the summary and the arguments',
+                            [(good[0], P.with_escapes(good[1]), P.with_escapes(good[2]))])]
+        if attack == 'oversized':
+            return [Payload('a summary of 64 MB', [(good[0], good[1], 'x' * 64 * MB)], 64 * MB),
+                    Payload('200,000 lookups', [good] * 200_000, 20 * MB)]
+        if attack == 'wrong_types':
+            return [Payload(f'the summary as {name}', [(good[0], good[1], v)])
+                    for name, v in P.JSON_TYPES.items() if not isinstance(v, str)]
+        raise ValueError(attack)
+
+    def call(self, data: Any, where: Path, ctx: Context) -> Observed:
+        from calibre_plugins.bookai.conversation.lookups import Lookup
+        from calibre_plugins.bookai.grounding.scopes import Place
+        lookups = plugin('gui.lookups')
+        made = [Lookup(tool, arguments, summary, 1, (Place('Chapter 1', 0.1),)) for tool, arguments, summary in data]
+        lines = [lookups.lookup_line(lookup) for lookup in made[:lookups.MOST_LOOKUPS_SHOWN]]
+        html = lookups.lookups_html(0, made, True)
+        cut = sum(1 for line in lines if line.endswith('…'))  # a line cut shows it was: the reader sees it
+        return Observed(shown=lines + [html], facts={'left out': max(0, len(made) - len(lines)) + cut})
+
+# }}}
+
+
 # a book's comments, and its text in calibre's full-text index {{{
 
 def hostile_html(variant: str) -> str:

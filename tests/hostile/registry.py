@@ -429,6 +429,12 @@ def call_entries() -> list[Entry]:
               ('control_chars', 'oversized', 'deep_json', 'wrong_types'),
               ('providers.base:arguments_object', 'providers.streaming:ToolCallsRead.add', 'core.limits:load_json'),
               C.ToolCalls(('control_chars', 'oversized', 'deep_json', 'wrong_types'))),
+        Entry('call/lookups_shown', "what a lookup the model made says (its tool's summary, the model's arguments), "
+              'shown under the answer', 'gui.lookups:lookups_html', 'call',
+              ('gui.lookups:MOST_SUMMARY_CHARS', 'gui.lookups:MOST_LOOKUPS_SHOWN', 'gui.lookups:MOST_NUMBERS_SHOWN'),
+              ('control_chars', 'oversized', 'wrong_types'),
+              ('gui.lookups:lookups_html', 'gui.lookups:lookup_line', 'gui.lookups:bounded'),
+              C.LookupsShown(('control_chars', 'oversized', 'wrong_types'))),
         Entry('call/book_comments', "a book's comments (HTML) sent with questions and with a cover's prompt",
               'conversation.books:comments_as_markdown', 'call', ('covers.prompt:MAX_COMMENTS_READ',
                                                                   'covers.prompt:MAX_DESCRIPTION',
