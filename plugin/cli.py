@@ -261,6 +261,8 @@ def add_ask_library(sub: 'argparse._SubParsersAction') -> None:
                                                          'error, done, citation'))
     q.add_argument('--show-sent', action='store_true', help=_('Print the exact messages that would be sent, with '
                                                               'their token count, and send nothing'))
+    q.add_argument('--no-lookups', action='store_true', help=_('Do not let the model search the library and read '
+                                                               'its books while it answers'))
 
 
 def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None,
@@ -643,6 +645,8 @@ def ask_library(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) 
         raise Exit(NOT_CONFIGURED, str(e)) from None
     if note := fts_message(library.db):  # still indexing: said, and the books indexed so far are searched
         say(sys.stderr, note)
+    for notice in question.notices:
+        say(sys.stderr, notice)
     if not question.passages:
         raise Exit(NOTHING_FOUND, _('Nothing in the full-text index of the library matches the question.'))
     conv = Conversation.about(library, args.book or cast(LibraryExcerpt, question.excerpt).book_ids)

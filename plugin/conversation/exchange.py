@@ -37,6 +37,27 @@ load_translations()
 NOT_KEPT = _('The conversation could not be kept in the History: {error}')
 
 
+def lookup_toolbox(provider: 'AIProviderPlugin', question: 'Question', use_model: str = '',
+                   wanted: bool | None = None) -> 'Toolbox | None':
+    """The tools the model may look things up with while it answers question: None when the reader
+    turned lookups off (wanted: None for the "lookups" setting, False for one question without them),
+    the question has none (no book text), or the provider cannot offer the model tools. What
+    Exchange uses, and what What will be sent and the reader's consent tell of."""
+    if question.tools is None or not (plugin_prefs()['lookups'] if wanted is None else wanted):
+        return None
+    model = use_model or provider.config.option('model') or ''
+    try:
+        takes = provider.takes_tools(model)
+    except Exception:  # a provider's setting read wrong: no tools, as for one that has none
+        takes = False
+    return question.tools if takes else None
+
+
+def most_lookups() -> int:
+    """How many lookups one answer may make at most, as the reader set it ("lookup_calls")."""
+    return lookup_calls(plugin_prefs()['lookup_calls'])
+
+
 class Exchange:
     """question asked in conv of provider: the turn it starts, the messages that go (exactly
     what "What will be sent" shows), the answer as it comes, and how the turn ends. use_model:
@@ -55,26 +76,8 @@ class Exchange:
         self.first_number = len(question.places) + 1
         self.notices: list[str] = []  # what the reader is told of how the answer was looked up
         # lookups: None for the reader's setting ("lookups"); False for one question without them
-        self.toolbox: Toolbox | None = self.lookups_toolbox(question, lookups)
+        self.toolbox: Toolbox | None = lookup_toolbox(provider, question, self.use_model, lookups)
 
-    def lookups_toolbox(self, question: 'Question', wanted: bool | None) -> 'Toolbox | None':
-        """The tools the model may look things up with for question: None when the reader turned them
-        off, the question has none (no book text), or the provider cannot offer the model tools."""
-        if question.tools is None or not (plugin_prefs()['lookups'] if wanted is None else wanted):
-            return None
-        model = self.use_model or self.provider.config.option('model') or ''
-        try:
-            takes = self.provider.takes_tools(model)
-        except Exception:
-            takes = False
-        return question.tools if takes else None
-
-    def description(self) -> str:
-        """What the model may look up, in a sentence for What will be sent ('' when it may not)."""
-        if self.toolbox is None:
-            return ''
-        return self.toolbox.description() + ' ' + _('At most {n} lookups.').format(
-            n=lookup_calls(plugin_prefs()['lookup_calls']))
 
     @property
     def index(self) -> int:
@@ -93,7 +96,7 @@ class Exchange:
             return self.provider.text_chat(self.messages, use_model=self.use_model, cancel=self.cancel)
         return answer_with_lookups(self.provider, self.messages, self.toolbox, use_model=self.use_model,
                                    cancel=self.cancel, first_number=self.first_number,
-                                   bounds=Bounds(calls=lookup_calls(plugin_prefs()['lookup_calls'])))
+                                   bounds=Bounds(calls=most_lookups()))
 
     def take(self, chunk: 'Chunk | LookedUp | LookupNotice') -> bool:
         """Add chunk to the answer (a lookup to the turn, a notice to notices); whether it was the

@@ -22,7 +22,9 @@ from calibre_plugins.bookai.core.messages import (
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.grounding.book_tools import ToolResult
 from calibre_plugins.bookai.grounding.scopes import Place
+from calibre_plugins.bookai.providers import tool_support
 from calibre_plugins.bookai.providers.pricing import total_cost
+from calibre_plugins.bookai.providers.tool_support import tools_refused
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.providers.base import AIProviderPlugin
@@ -98,16 +100,6 @@ def lookup_calls(value: object) -> int:
     return max(1, min(MOST_CALLS, value)) if isinstance(value, int) and not isinstance(value, bool) else 8
 
 
-TOOLS_REFUSED = re.compile(r'\b(tools?|tool_choice|tool[ _]calls?|functions?|function[ _]call(ing)?|--jinja)\b',
-                           re.IGNORECASE)
-
-
-def tools_refused(error: Exception) -> bool:
-    """Whether a failed request was refused for offering tools: its message names tools, tool_choice,
-    functions or llama.cpp's --jinja (a server started without it cannot take tools)."""
-    return bool(TOOLS_REFUSED.search(str(error)[:2000]))
-
-
 REFUSED_NOTICE = _('The model could not look things up (its service refused tools): the passages that best '
                    'match the question went with it instead.')
 NO_MORE = ('\n\n(No more lookups are allowed for this question: answer it now from the passages you have, '
@@ -158,7 +150,9 @@ def answer_with_lookups(provider: 'AIProviderPlugin', messages: Sequence[Message
                     held, holding = [], False
             else:
                 yield chunk
-        if done is None:  # the first request refused tools: once more without them
+        if done is None:  # the first request refused tools: kept, so that the next question does not
+            # offer them (provider.takes_tools()), then once more without them
+            tool_support.remember_refusal(provider, use_model or provider.config.option('model') or '')
             first, tools = False, ()
             yield LookupNotice(REFUSED_NOTICE)
             continue

@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
+from calibre_plugins.bookai.conversation.library import library_toolbox
+from calibre_plugins.bookai.conversation.lookups import Toolbox
 from calibre_plugins.bookai.conversation.prompts import library_block, numbered_block, passages_block
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
@@ -33,6 +35,7 @@ from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_qu
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook
 from calibre_plugins.bookai.grounding.index import Index
 from calibre_plugins.bookai.grounding.library_search import LibraryExcerpt, library_excerpt
+from calibre_plugins.bookai.grounding.library_tools import begun_formats
 from calibre_plugins.bookai.grounding.scopes import Excerpt, Place, check_place, excerpt
 from calibre_plugins.bookai.grounding.so_far import passages_read, read_until, tokens_of
 from calibre_plugins.bookai.providers.capabilities import Capability
@@ -66,7 +69,7 @@ class Question:
     # what the model may look up in the book while it answers (conversation/lookups.py), clamped as
     # the passages are: None for a question without the book's text. Not part of a Question's
     # equality: the same question about the same place has the same tools
-    tools: BookTools | None = field(default=None, compare=False)
+    tools: Toolbox | None = field(default=None, compare=False)
 
     def messages(self, conv: 'Conversation') -> list[Message]:
         """The exact messages it sends in conv (what "What will be sent" shows)."""
@@ -277,8 +280,18 @@ def library_question(db: 'Cache', text: str, book_ids: Iterable[int] | None = No
     when nothing matches. Raises LibrarySearchError, saying why in words, when the library
     cannot be searched."""
     found = library_excerpt(db, text, book_ids)
+    begun = {b for b in found.book_ids if begun_formats(db, b)}
+    notices: tuple[str, ...] = ()
+    if begun:  # the index holds the whole book: where the reader is in it, it cannot tell
+        kept = tuple(p for p in found.passages if p.book_id not in begun)
+        notices = (ngettext('{n} passage of a book you have begun was left out, so that nothing after your place '
+                            'in it goes.', '{n} passages of books you have begun were left out, so that nothing '
+                            'after your place in them goes.', len(found.passages) - len(kept)).format(
+            n=len(found.passages) - len(kept)),)
+        found = replace(found, passages=kept)
     places = tuple(Place(p.title, 0.0, '', p.book_id, p.format) for p in found.passages)
-    return Question(text, library_block(found), False, places, excerpt=found)
+    return Question(text, library_block(found), False, places, notices, excerpt=found,
+                    tools=library_toolbox(db, book_ids))
 
 
 def library_book_text(db: 'Cache', book_id: int, fmt: str) -> tuple[Book, Index]:

@@ -139,10 +139,7 @@ class BookTools:
         return tuple(offered)
 
     def description(self) -> str:
-        if self.until is None:
-            return _('The model may search the whole book, read around its passages and see its contents.')
-        return _('The model may search the book up to where you are, read around its passages and see its '
-                 'contents; nothing after your place.')
+        return description(self.until is not None)
 
     # }}}
 
@@ -346,3 +343,12 @@ def int_argument(arguments: dict, name: str, default: int, least: int, most: int
 
 def tokens(text: str) -> int:
     return len(text) // CHARS_PER_TOKEN + 1
+
+
+def description(clamped: bool) -> str:
+    """What the model can see through the book's tools, in a sentence for What will be sent: up to
+    the reader's place (clamped), or the whole book."""
+    if not clamped:
+        return _('The model may search the whole book, read around its passages and see its contents.')
+    return _('The model may search the book up to where you are, read around its passages and see its '
+             'contents; nothing after your place.')

@@ -458,16 +458,8 @@ class LibraryTools:
         return f'{self.name(book_id)}; book_id {book_id}'
 
     def begun_formats(self, book_id: int) -> dict[str, list[tuple[float, str]] | None]:
-        """{format: its last-read places (None: the viewer's file of them cannot be read)} of the book's
-        formats the E-book viewer keeps a place for, or a file of places: {} for a book never opened."""
-        found: dict[str, list[tuple[float, str]] | None] = {}
-        for fmt in self.db.formats(book_id) or ():
-            path = self.db.format_abspath(book_id, fmt)
-            if path:
-                places = last_read_places(path)
-                if places is None or places:
-                    found[fmt.upper()] = places
-        return found
+        """begun_formats() of book_id in this library."""
+        return begun_formats(self.db, book_id)
 
     def open(self, book_id: int) -> Opened:
         """The book's own text and the reader's place in it, kept for the next calls; reading one
@@ -531,6 +523,19 @@ class LibraryTools:
 
 
 # the model's arguments {{{
+
+def begun_formats(db: 'Cache', book_id: int) -> dict[str, list[tuple[float, str]] | None]:
+    """{format: its last-read places (None: the viewer's file of them cannot be read)} of the book's
+    formats the E-book viewer keeps a place for, or a file of places: {} for a book never opened."""
+    found: dict[str, list[tuple[float, str]] | None] = {}
+    for fmt in db.formats(book_id) or ():
+        path = db.format_abspath(book_id, fmt)
+        if path:
+            places = last_read_places(path)
+            if places is None or places:
+                found[fmt.upper()] = places
+    return found
+
 
 def call_arguments(call: ToolCall) -> dict:
     """The arguments of a call, as a JSON object. Raises Refused."""

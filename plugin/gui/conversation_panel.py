@@ -35,7 +35,7 @@ from qt.core import (
 )
 
 from calibre_plugins.bookai.conversation.conversation import Conversation, usage_text
-from calibre_plugins.bookai.conversation.exchange import Exchange
+from calibre_plugins.bookai.conversation.exchange import Exchange, lookup_toolbox, most_lookups
 from calibre_plugins.bookai.conversation.lookups import LookedUp, Lookup, LookupNotice
 from calibre_plugins.bookai.conversation.notes import conversation_markdown
 from calibre_plugins.bookai.conversation.question import (
@@ -45,6 +45,7 @@ from calibre_plugins.bookai.conversation.recap import SoFarSummaries
 from calibre_plugins.bookai.conversation.summaries import BookKey
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import Answer, Chunk, ReasoningDelta, TextDelta
+from calibre_plugins.bookai.grounding import book_tools
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
 from calibre_plugins.bookai.grounding.scopes import Excerpt, NoPlace, Place, check_place
 from calibre_plugins.bookai.gui.book_text import BookText
@@ -56,6 +57,7 @@ from calibre_plugins.bookai.gui.passages import (
 from calibre_plugins.bookai.gui.preview import PreviewDialog, needs_confirmation
 from calibre_plugins.bookai.gui.worker import run_in_thread, stream_in_thread
 from calibre_plugins.bookai.providers.registry import PROVIDERS, chosen_provider, get_provider
+from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
     from calibre.db.cache import Cache
@@ -501,7 +503,19 @@ class ConversationPanel(QWidget):
         """Whether the answer to question may look things up: what the model can see through its
         tools, in a sentence (Toolbox.description()), and how many lookups at most; ('', 0) when it
         looks nothing up. For What will be sent and the reader's consent."""
-        return '', 0
+        toolbox = lookup_toolbox(provider, question, self.conv.model)
+        return (toolbox.description(), most_lookups()) if toolbox is not None else ('', 0)
+
+    def preview_lookups(self, provider: 'AIProviderPlugin', model: str) -> tuple[str, int]:
+        """lookups_sentence() for What will be sent before a question is asked: the book's tools, as the
+        question's would be, in every scope with book text."""
+        if self.scope == 'metadata' or not plugin_prefs()['lookups']:
+            return '', 0
+        try:
+            takes = provider.takes_tools(model or '')
+        except Exception:  # as lookup_toolbox() takes it
+            takes = False
+        return (book_tools.description(self.scope != 'book'), most_lookups()) if takes else ('', 0)
 
     def on_chunk(self, chunk: 'Chunk | LookedUp | LookupNotice', cancel: CancelToken) -> None:
         exchange = self.exchange
@@ -628,7 +642,7 @@ class ConversationPanel(QWidget):
         if self.scope != 'metadata':
             self.show_notice(_('Passages of the book are chosen for each question when it is sent, and shown '
                                'for you to confirm before they go to a provider that is not on this computer.'))
-        lookups, most = self.lookups_sentence(provider, Question(question))
+        lookups, most = self.preview_lookups(provider, model)
         PreviewDialog(provider, model, messages, parent=self, lookups=lookups, most_lookups=most).exec()
 
     def show_settings(self) -> None:

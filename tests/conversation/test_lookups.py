@@ -10,13 +10,14 @@ from calibre_plugins.bookai.conversation.books import BookInfo
 from calibre_plugins.bookai.conversation.conversation import Conversation, turn_as_dict, turn_from_dict
 from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.lookups import (
-    NO_MORE, Bounds, LookedUp, LookupNotice, answer_with_lookups, tools_refused,
+    NO_MORE, Bounds, LookedUp, LookupNotice, answer_with_lookups,
 )
 from calibre_plugins.bookai.conversation.question import book_question
-from calibre_plugins.bookai.core.errors import ProviderError
+from calibre_plugins.bookai.core.errors import ProviderError, error_for_status
 from calibre_plugins.bookai.core.messages import Done, Failed, Message, Role, TextDelta, Tool, Usage
 from calibre_plugins.bookai.grounding.book_tools import BookTools
 from calibre_plugins.bookai.grounding.extract import read_epub
+from calibre_plugins.bookai.providers import tool_support
 from helpers.novel import EPUB
 from helpers.tool_turns import ToolTurns, Turn, answer, calls
 
@@ -170,25 +171,20 @@ def test_stop_while_the_answer_streams(novel):
 
 
 def test_a_service_refusing_tools_is_asked_again_without_them(novel):
-    refusal = ProviderError('tools param requires --jinja flag')
+    refusal = error_for_status(400, 'ToolTurns', message='tools param requires --jinja flag')
     provider = ToolTurns([Turn(error=refusal), answer('From the passages.')])
     out = loop(provider, BookTools(novel, POSITION, 'position'))
     assert [type(c) for c in out if not isinstance(c, TextDelta)] == [LookupNotice, Done]
     assert provider.requests[0][1] and provider.requests[1][1] == ()
     assert answer_text(out).strip() == 'From the passages.'
+    # kept, so that the next question does not offer tools to that model of that service
+    assert tool_support.refused(provider.name, provider.config.base_url, '')
 
 
 def test_another_failure_is_the_answers_failure(novel):
     provider = ToolTurns([Turn(error=ProviderError('The service is overloaded.')), answer('never')])
     out = loop(provider, BookTools(novel, POSITION, 'position'))
     assert len(provider.requests) == 1 and isinstance(out[-1], Failed)
-
-
-def test_tools_refused_reads_the_services_words():
-    assert tools_refused(ProviderError('This model does not support tools'))
-    assert tools_refused(ProviderError('"tool_choice" is not supported'))
-    assert tools_refused(ProviderError('Function calling is not enabled for this model'))
-    assert not tools_refused(ProviderError('Rate limit reached, try again in 20s'))
 
 
 class Breaking:
