@@ -178,7 +178,7 @@ def test_a_service_refusing_tools_is_asked_again_without_them(novel):
     assert provider.requests[0][1] and provider.requests[1][1] == ()
     assert answer_text(out).strip() == 'From the passages.'
     # kept, so that the next question does not offer tools to that model of that service
-    assert tool_support.refused(provider.name, provider.config.base_url, '')
+    assert tool_support.refused(provider.name, provider.config.base_url, 'stand-in-model')
 
 
 def test_another_failure_is_the_answers_failure(novel):

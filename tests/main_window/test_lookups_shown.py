@@ -85,10 +85,8 @@ def test_lookups_show_as_they_come_then_fold(qapp, prefs, gui, books, tiny, monk
     go_on = threading.Event()
     real = Exchange.chunks
 
-    def chunks(self):  # as the lookup loop: each lookup kept with the turn, then told, then the answer
+    def chunks(self):  # as the lookup loop: each lookup told (Exchange.take keeps it), then the answer
         for lookup in (search, refused):
-            self.turn.lookups += (lookup,)
-            self.turn.places += lookup.places
             yield LookedUp(lookup)
             if lookup is search:
                 go_on.wait(120)  # the test looks at the window while the answer is still coming
@@ -224,6 +222,7 @@ def test_what_will_be_sent_and_consent_say_the_model_may_look_things_up(qapp, pr
         when_modal(look)
         w.panel.preview_button.click()
         assert 'look things up' not in seen[-1][0]
+        monkeypatch.setattr(ConversationPanel, 'preview_lookups', lambda self, provider, model: (sentence, 8))
         monkeypatch.setattr(ConversationPanel, 'lookups_sentence', lambda self, provider, question: (sentence, 8))
         when_modal(look)
         w.panel.preview_button.click()
