@@ -163,7 +163,11 @@ def answer_with_lookups(provider: 'AIProviderPlugin', messages: Sequence[Message
             yield from held
             yield replace(done, usage=added(usages), tool_calls=(), finish_reason='cancelled')
             return
-        if not done.tool_calls or not tools:  # a call made when none was offered is not run: the end
+        made = done.tool_calls if tools else ()  # a call made when none was offered is not run
+        if not made and holding and tools:  # a small local model's call written as text: read as the call
+            made = calls_written(text, names, len(seen) + calls)
+            text = '' if made else text
+        if not made:  # the answer: the end
             done = replace(done, tool_calls=(), finish_reason='stop' if done.tool_calls else done.finish_reason)
             if holding and tools and not told and written_call(text, names):
                 told = True
@@ -176,7 +180,7 @@ def answer_with_lookups(provider: 'AIProviderPlugin', messages: Sequence[Message
             yield replace(done, usage=added(usages))
             return
         results: list[Message] = []
-        for call in done.tool_calls:
+        for call in made:
             if cancel.cancelled:
                 yield Done(model=done.model, finish_reason='cancelled', usage=added(usages))
                 return
@@ -209,7 +213,7 @@ def answer_with_lookups(provider: 'AIProviderPlugin', messages: Sequence[Message
         if not tools and results:
             last = results[-1]
             results[-1] = replace(last, text=last.text + NO_MORE)
-        sent += [Message(Role.ASSISTANT, text, tool_calls=done.tool_calls), *results]
+        sent += [Message(Role.ASSISTANT, text, tool_calls=made), *results]
 
 
 def added(usages: Sequence[Usage]) -> Usage:
@@ -255,6 +259,50 @@ def written_call(text: str, names: set[str]) -> bool:
         return isinstance(value, dict) and any(isinstance(value.get(k), str) and value[k] in names
                                                for k in ('name', 'tool'))
     return False
+
+
+WRITTEN_TAGS = re.compile(r'^\s*(?:<tool_call>\s*(.*?)\s*</tool_call>\s*)+$', re.DOTALL)
+MOST_WRITTEN_CALLS = 4  # in one reply written as text
+
+
+def calls_written(text: str, names: set[str], already: int = 0) -> tuple[ToolCall, ...]:
+    """The calls of offered tools a reply holds when it is nothing but them, written as text as small
+    local models write them when their server does not read them (Qwen2.5's Hermes form, bare or in
+    <tool_call> tags or a code fence: {"name": "search_book", "arguments": {...}}, one or a list);
+    () for any other reply, which is an answer. already: the calls made before, for the ids."""
+    if len(text) > MOST_WRITTEN_CALL:
+        return ()
+    t = text.strip()
+    if t.startswith('<tool_call>'):
+        parts = re.findall(r'<tool_call>\s*(.*?)\s*</tool_call>', t, re.DOTALL)
+        if not parts or not WRITTEN_TAGS.match(t):
+            return ()
+    else:
+        t = t.strip('`').strip()
+        parts = [t[4:].strip() if t.startswith('json') else t]
+    values: list = []
+    for part in parts:
+        try:
+            value = json.loads(part)
+        except (ValueError, RecursionError):
+            return ()
+        values += value if isinstance(value, list) else [value]
+    if not values or len(values) > MOST_WRITTEN_CALLS:
+        return ()
+    calls = []
+    for i, value in enumerate(values):
+        if not isinstance(value, dict) or set(value) - {'name', 'arguments'} or not isinstance(value.get('name'), str) \
+                or value['name'] not in names:
+            return ()
+        arguments = value.get('arguments', {})
+        if isinstance(arguments, str):
+            arguments_text = arguments
+        elif isinstance(arguments, dict):
+            arguments_text = json.dumps(arguments, ensure_ascii=False)
+        else:
+            return ()
+        calls.append(ToolCall(f'written_{already + i + 1}', value['name'], arguments_text))
+    return tuple(calls)
 
 
 def bounded(result: ToolResult, most_tokens: int, left_tokens: int) -> ToolResult:

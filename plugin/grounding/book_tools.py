@@ -211,8 +211,10 @@ class BookTools:
         after = int_argument(arguments, 'words_after', DEFAULT_AROUND_WORDS, 0, MOST_AROUND_WORDS)
         if before + after > MOST_AROUND_WORDS:
             before, after = before * MOST_AROUND_WORDS // (before + after), after * MOST_AROUND_WORDS // (before + after)
-        if arguments.get('passage') is not None:
-            number = int_argument(arguments, 'passage', 0, 1, 10 ** 6)
+        number = int_argument(arguments, 'passage', 0, -1, 10 ** 6) if arguments.get('passage') is not None else None
+        if number is not None and number not in self.shown and arguments.get('position') is not None:
+            number = None  # a passage that is none (0, say) beside a place: the place is what was meant
+        if number is not None:
             if number not in self.shown:
                 raise BadArguments(f'there is no passage [{number}]; give the number of a passage you were given.')
             start, end = self.shown[number]

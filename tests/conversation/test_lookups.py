@@ -136,6 +136,37 @@ def test_a_tool_written_as_text_is_told_and_not_shown(novel):
     assert told[-2].role == Role.ASSISTANT and told[-1].role == Role.USER and 'call the tool' in told[-1].text
 
 
+@pytest.mark.parametrize('written', [
+    '{"name": "search_book", "arguments": {"query": "Collins"}}',  # Qwen2.5's form, bare
+    '<tool_call>\n{"name": "search_book", "arguments": {"query": "Collins"}}\n</tool_call>',
+    '```json\n{"name": "search_book", "arguments": {"query": "Collins"}}\n```',
+    '[{"name": "search_book", "arguments": "{\\"query\\": \\"Collins\\"}"}]',
+])
+def test_a_small_models_call_written_as_text_is_run_as_the_call(novel, written):
+    provider = ToolTurns([answer(written), answer('He is a cousin [1].')])
+    out = loop(provider, BookTools(novel, POSITION, 'position'))
+    (lookup,) = lookups_of(out)
+    assert lookup.tool == 'search_book' and not lookup.refused and lookup.places and lookup.first == 1
+    assert answer_text(out).strip() == 'He is a cousin [1].'  # the call is not shown as the answer
+    sent = provider.requests[1][0]
+    assert sent[-2].role == Role.ASSISTANT and sent[-2].text == '' and sent[-2].tool_calls[0].name == 'search_book'
+    assert sent[-1].role == Role.TOOL and sent[-1].tool_call_id == sent[-2].tool_calls[0].id
+    assert 'Collins' in sent[-1].text
+
+
+@pytest.mark.parametrize('reply', [
+    '{"name": "search_book", "arguments": {"query": "Collins"}} and then I will answer',  # more than the call
+    '{"name": "delete_everything", "arguments": {}}',  # not an offered tool
+    '{"name": "search_book", "arguments": {"query": "x"}, "extra": 1}',  # not the form
+    '{"name": ["search_book"], "arguments": {}}',
+    '<tool_call>{"name": "search_book"}</tool_call> trailing words',
+    '{"a": 1}', '[]', '[' + ', '.join(['{"name": "contents"}'] * 5) + ']',  # more calls than one reply makes
+])
+def test_what_is_not_only_a_call_is_an_answer(reply):
+    from calibre_plugins.bookai.conversation.lookups import calls_written
+    assert calls_written(reply, {'search_book', 'contents'}) == ()
+
+
 class Stopping:
     """A toolbox that presses Stop while it runs."""
 

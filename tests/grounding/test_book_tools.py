@@ -161,3 +161,14 @@ def test_the_contents_stop_at_the_place(sentinel_book):
     here = book.chapters.index(chapter_of_place(book, position))
     assert f'{here + 1}. ' in text and f'\n{here + 2}. ' not in text
     assert '[3]' not in text  # a summary's own citations are not this answer's numbers
+
+
+def test_a_passage_that_is_none_beside_a_place_reads_the_place(sentinel_book):
+    """As the demo's model asks: {"passage": 0, "position": 0.99}. The place is what was meant, and it is
+    past the reader's: refused, not read around passage [1] instead."""
+    book, position = sentinel_book
+    tools = BookTools(book, position, 'position')
+    result = run(tools, 'read_around', {'passage': 0, 'position': 0.99, 'words_after': 600})
+    assert result.refused and result.text == NOT_REACHED and not result.places
+    result = run(tools, 'read_around', {'passage': 0})
+    assert result.refused and 'there is no passage [0]' in result.text
