@@ -110,10 +110,14 @@ QT_MODULES = ('qt.', 'PyQt')  # a Qt class named in a test's code: it runs Qt
 
 
 # The noai host is forky's calibre and Python with calibre's AI removed (dev/strip_calibre_ai.py):
-# what never reaches calibre runs there exactly as on forky. These run on forky only, and are
+# what never reaches calibre's AI runs there exactly as on forky. These run on forky only, and are
 # left out on noai (deselected: counted as such, never as passed): the providers' wire formats,
-# the bottom layer, and the battery's cases on the wire (its servers' bytes into the providers).
-SAME_AS_ON_FORKY = ('tests/core/', 'tests/providers/', 'tests/hostile/test_battery.py::test_hostile[wire/')
+# the bottom layer, the book's text and passages (grounding), the conversation layer, and the
+# hostile battery (its entries are Book AI's own functions, files and servers' bytes). noai runs
+# what puts the plugin into calibre without its AI: the hosts' real windows, the main window, the
+# viewer, the command line, the settings, and the carry-over from calibre's AI settings.
+SAME_AS_ON_FORKY = ('tests/core/', 'tests/providers/', 'tests/grounding/', 'tests/conversation/',
+                    'tests/hostile/test_battery.py')
 # ... but for the tests that compare Book AI with calibre's own AI, which noai has not
 REACHES_CALIBRES_AI = ('tests/providers/test_openrouter.py',)
 
@@ -128,7 +132,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     (deselect, so that they are not counted as passed) those marked `hosts` for other hosts, and
     on noai those that run there as on forky (SAME_AS_ON_FORKY)."""
     elsewhere = [item for item in items if (m := item.get_closest_marker('hosts')) and HOST not in m.args
-                 or HOST == 'noai' and same_as_on_forky(item)]
+                 or HOST == 'noai' and same_as_on_forky(item) and not m]
     if elsewhere:
         config.hook.pytest_deselected(items=elsewhere)
         items[:] = [item for item in items if item not in elsewhere]

@@ -30,6 +30,10 @@ QUESTIONS = (
 )
 
 
+# the real model takes minutes, and what it drives is the same on every host
+pytestmark = pytest.mark.hosts('noai', why="the real model's lookups, the same on every host")
+
+
 @pytest.fixture(scope='module')
 def qwen():
     with LlamaServer('qwen', ctx=16384, extra_args=('--temp', '0', '-n', '160')) as server:
