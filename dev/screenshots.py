@@ -37,11 +37,14 @@ COPIED = {
     'viewer-xray.png': 'viewer-xray.png',
     'discussion-recap.png': 'discussion-recap.png',
     'discussion-xray.png': 'discussion-xray.png',
+    'discussion-lookups.png': 'discussion-lookups.png',
 }
 NOVEL = PROJECT / 'tests' / 'books' / 'pride-and-prejudice.epub'
 SECTIONS = '3'  # the title page, then Chapters 1 and 2 read: a few minutes of the model on two cores
 XRAY_NAME = 'Mr. Bennet'  # the entry the X-Ray's screenshot shows
-NOVEL_SHOTS = ('viewer-recap.png', 'viewer-xray.png', 'discussion-recap.png', 'discussion-xray.png')
+NOVEL_SHOTS = ('viewer-recap.png', 'viewer-xray.png', 'discussion-recap.png', 'discussion-xray.png',
+               'discussion-lookups.png')
+LOOKUP_QUESTION = 'Who is Mr. Collins, and why is he coming to Longbourn?'  # the lookups' screenshot
 
 
 def say(*args):
@@ -111,12 +114,16 @@ def novel(sandbox):
     subprocess.run(['calibre-debug', '-e', str(PROJECT / 'tests' / 'hosts' / 'probes' / 'main_window.py'),
                     str(OUT / 'library')],
                    env=dict(sandbox, BOOKAI_PROBE_OUT=str(report), BOOKAI_PROBE_RECAP='Pride and Prejudice',
-                            BOOKAI_PROBE_XRAY=XRAY_NAME, BOOKAI_PROBE_SHOTS=str(OUT), BOOKAI_PROBE_TIMEOUT='1500'),
+                            BOOKAI_PROBE_XRAY=XRAY_NAME, BOOKAI_PROBE_LOOKUP=LOOKUP_QUESTION,
+                            BOOKAI_PROBE_SHOTS=str(OUT), BOOKAI_PROBE_TIMEOUT='1500'),
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     got = json.loads(report.read_text()) if report.exists() else {}
     if not got.get('r_answer') or got.get('x_shown') != XRAY_NAME:
         raise SystemExit('[screenshots] the discussion window made no recap or X-Ray: see ' + str(report))
     say('Story so far, in the library:', got['r_answer'][:600])
+    if not got.get('l_lookups'):
+        raise SystemExit('[screenshots] the model looked nothing up: see ' + str(report))
+    say('Looked up:', got['l_lookups'], 'and answered:', got['l_answer'][:600])
 
 
 def add_novel(sandbox):

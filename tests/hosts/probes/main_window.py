@@ -331,6 +331,35 @@ def recap(gui):
     def shoot():
         if shots:
             w.grab().save(os.path.join(shots, 'discussion-xray.png'))
+        if os.environ.get('BOOKAI_PROBE_LOOKUP'):
+            return lookup()
+        done()
+
+    def lookup():
+        """$BOOKAI_PROBE_LOOKUP asked in the chat with the passages up to the place: the model may look
+        things up; its lookups unfolded under the answer (discussion-lookups.png)."""
+        w.tabs.setCurrentIndex(0)
+        row = p.scope_row
+        row.box.setCurrentIndex(row.box.findData('position'))
+        p.question.setPlainText(os.environ['BOOKAI_PROBE_LOOKUP'])
+        turns = len(w.conv.turns)
+        p.send_button.click()
+        later(report, lambda: not p.streaming and len(w.conv.turns) > turns, looked, timeout=report.timeout)
+
+    def looked():
+        turn = w.conv.turns[-1]
+        report.update(l_answer=turn.answer, l_error=turn.error,
+                      l_lookups=[[x.tool, x.arguments, x.summary, x.refused] for x in turn.lookups])
+        report.write()
+        from qt.core import QUrl
+        p.chat.on_link(QUrl(f'bookai:lookups/{len(w.conv.turns) - 1}'))  # unfolded
+        QTimer.singleShot(500, lookup_shot)
+
+    def lookup_shot():
+        if shots:
+            bar = p.chat.verticalScrollBar()
+            bar.setValue(bar.maximum())
+            w.grab().save(os.path.join(shots, 'discussion-lookups.png'))
         done()
 
     def done():
