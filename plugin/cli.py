@@ -535,8 +535,15 @@ def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str, co
             from calibre_plugins.bookai.conversation.recap import SoFarSummaries  # the so-far scope only
             from calibre_plugins.bookai.conversation.summaries import BookKey
             summaries = SoFarSummaries(provider, BookKey(db.library_id, book_id, fmt), args.model or '')
+        kept = None
+        if provider is not None and args.scope != 'metadata' and not getattr(args, 'no_lookups', False):
+            from calibre_plugins.bookai.conversation.lookup_sources import kept_for_lookups  # lookups only
+            from calibre_plugins.bookai.conversation.summaries import BookKey
+            kept = kept_for_lookups(provider, args.model or conv.model or provider.config.option('model') or '',
+                                    book, position, BookKey(db.library_id, book_id, fmt),
+                                    f'{db.library_id}:{book_id}', conv.language)
         return book_question(text, args.scope, book, index, position, args.text or '', None, embedding_index,
-                             question_vector, room, summaries)
+                             question_vector, room, summaries, kept)
     except NoPlace:
         raise Exit(USAGE, _('Book AI does not know where you are in this book, so it cannot keep to what you have '
                             'read: give your place with --position FRACTION, or open the book in calibre\'s E-book '

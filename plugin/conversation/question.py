@@ -29,7 +29,7 @@ from calibre_plugins.bookai.conversation.prompts import library_block, numbered_
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.messages import Message, estimated_tokens
-from calibre_plugins.bookai.grounding.book_tools import BookTools
+from calibre_plugins.bookai.grounding.book_tools import BookTools, Kept
 from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook
@@ -168,7 +168,7 @@ class SoFarFromSummaries(Protocol):
 def book_question(text: str, scope: str, book: Book, index: Index | None = None, position: float | None = None,
                   selection: str = '', budget: int | None = None, embedding_index: EmbeddingIndex | None = None,
                   question_vector: list[float] | None = None, room: Room | None = None,
-                  summaries: SoFarFromSummaries | None = None) -> Question:
+                  summaries: SoFarFromSummaries | None = None, kept: Kept | None = None) -> Question:
     """text, with the passages of book that scope sends (grounding.scopes): position is the
     reader's place (a fraction of the book, or None), selection the text selected, budget the
     most tokens of them (default: the reader's "Book text per question, at most"), never more
@@ -176,12 +176,13 @@ def book_question(text: str, scope: str, book: Book, index: Index | None = None,
     With an embedding_index of the book's passages and the question's vector, they are ranked
     by meaning too. When none fits, only the book's details go, and the reader is told. summaries:
     for scope "so-far", the book's chapter summaries kept, sent when the text read does not fit.
+    kept: the summaries and X-Ray made before, that the model's lookups may show (book_tools()).
     Raises NoPlace when the scope keeps to the reader's place and none is known: nothing is sent."""
     if budget is None:
         budget = plugin_prefs()['book_text_budget']
     if scope == 'so-far':
         return so_far_question(text, book, index, position, budget, embedding_index, question_vector, room,
-                               summaries)
+                               summaries, kept)
     notices: tuple[str, ...] = ()
     if room is not None and room.why:
         notices = (_('Book AI could not learn how much the model reads at once ({why}); the passages keep to '
@@ -194,7 +195,7 @@ def book_question(text: str, scope: str, book: Book, index: Index | None = None,
                            'this question, fewer than the {budget} your settings allow.')).format(
             window=f'{room.window:,}', tokens=f'{budget:,}', budget=f'{asked:,}'),)
     ex = excerpt(book, scope, text, position, selection, budget, index, embedding_index, question_vector)
-    tools = book_tools(book, position, scope, index, ex)
+    tools = book_tools(book, position, scope, index, ex, kept)
     if not ex.passages:
         return Question(text, notices=notices + (_('No passage of the book fits this question there; only the '
                                                    'book\'s details go with it.'),), excerpt=ex, tools=tools)
@@ -202,19 +203,22 @@ def book_question(text: str, scope: str, book: Book, index: Index | None = None,
 
 
 def book_tools(book: Book, position: float | None, scope: str, index: Index | None,
-               ex: Excerpt | None) -> BookTools | None:
+               ex: Excerpt | None, kept: Kept | None = None) -> BookTools | None:
     """The tools the model may look things up in book with, for a question whose passages are ex
     (numbered 1, 2... in it; None: the question numbers others): clamped to the reader's place as ex
-    is; None for a scope that sends none of the book's text."""
+    is, with the summaries and X-Ray kept (BookTools shows only what comes before the place); None
+    for a scope that sends none of the book's text."""
     if scope == 'metadata':
         return None
+    kept = kept or Kept()
     return BookTools(book, position, scope, index, sent=ex.passages if ex is not None else (),
-                     numbered=numbered_block)
+                     numbered=numbered_block, summaries=kept.summaries, xray=kept.xray)
 
 
 def so_far_question(text: str, book: Book, index: Index | None, position: float | None, budget: int,
                     embedding_index: EmbeddingIndex | None, question_vector: list[float] | None,
-                    room: Room | None, summaries: SoFarFromSummaries | None = None) -> Question:
+                    room: Room | None, summaries: SoFarFromSummaries | None = None,
+                    kept: Kept | None = None) -> Question:
     """text, with everything read up to position (scope "so-far"), numbered as passages are, when
     the model has room for all of it (room: book_text_room() asked with that scope) or it already
     went with an earlier question of the conversation; when it has not, the summaries of the earlier
@@ -226,15 +230,16 @@ def so_far_question(text: str, book: Book, index: Index | None, position: float 
     total = tokens_of(read)
     ex = excerpt(book, 'so-far', text, position, budget=total)
     q = so_far_asked(text, book, index, position, budget, embedding_index, question_vector, room, summaries, total,
-                     ex)
+                     ex, kept)
     # its own passages (ranked instead) come with their tools; summaries' numbers are none of the tools'
     return q if q.tools is not None else replace(q, tools=book_tools(book, position, 'so-far', index,
-                                                                     ex if q.excerpt is ex else None))
+                                                                     ex if q.excerpt is ex else None, kept))
 
 
 def so_far_asked(text: str, book: Book, index: Index | None, position: float | None, budget: int,
                  embedding_index: EmbeddingIndex | None, question_vector: list[float] | None,
-                 room: Room | None, summaries: SoFarFromSummaries | None, total: int, ex: Excerpt) -> Question:
+                 room: Room | None, summaries: SoFarFromSummaries | None, total: int, ex: Excerpt,
+                 kept: Kept | None = None) -> Question:
     """so_far_question()'s Question, before its tools."""
     block = passages_block(ex) if ex.passages else ''
     if not block:
@@ -256,7 +261,7 @@ def so_far_asked(text: str, book: Book, index: Index | None, position: float | N
                  'you are (about {tokens} tokens) cannot go; the passages that best match the question go '
                  'instead.')).format(tokens=f'{total:,}', why=room.why if room else '')
         ranked = book_question(text, 'position', book, index, position, '', budget, embedding_index,
-                               question_vector)
+                               question_vector, kept=kept)
     else:
         from_summaries = summaries.question(text, book, position, room) if summaries is not None and \
             position is not None else SUMMARIES_HINT
@@ -266,7 +271,7 @@ def so_far_asked(text: str, book: Book, index: Index | None, position: float | N
                 '({window} tokens); the passages that best match the question go instead.').format(
             tokens=f'{total:,}', window=f'{room.window:,}') + ' ' + from_summaries
         ranked = book_question(text, 'position', book, index, position, '', budget, embedding_index,
-                               question_vector, room)
+                               question_vector, room, kept=kept)
     return replace(ranked, notices=(why, *ranked.notices))
 
 

@@ -22,7 +22,7 @@ import bisect
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN, Tool, ToolCall
 from calibre_plugins.bookai.core.printable import one_line
@@ -64,6 +64,14 @@ class KeptXRay:
     up to (a character offset) and the entry for a name (None: no such entry)."""
     until: int
     entry: Callable[[str], str | None]
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What was made of the book before and kept, that the tools show: the chapters' summaries by
+    chapter index, and the X-Ray (conversation/lookup_sources.py reads them)."""
+    summaries: Mapping[int, str] = field(default_factory=dict)
+    xray: KeptXRay | None = None
 
 
 class BadArguments(ValueError):

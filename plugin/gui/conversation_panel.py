@@ -36,6 +36,7 @@ from qt.core import (
 
 from calibre_plugins.bookai.conversation.conversation import Conversation, usage_text
 from calibre_plugins.bookai.conversation.exchange import Exchange, lookup_toolbox, most_lookups
+from calibre_plugins.bookai.conversation.lookup_sources import kept_for_lookups
 from calibre_plugins.bookai.conversation.lookups import LookedUp, Lookup, LookupNotice
 from calibre_plugins.bookai.conversation.notes import conversation_markdown
 from calibre_plugins.bookai.conversation.question import (
@@ -46,6 +47,7 @@ from calibre_plugins.bookai.conversation.summaries import BookKey
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.messages import Answer, Chunk, ReasoningDelta, TextDelta
 from calibre_plugins.bookai.grounding import book_tools
+from calibre_plugins.bookai.grounding.book_tools import Kept
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex
 from calibre_plugins.bookai.grounding.scopes import Excerpt, NoPlace, Place, check_place
 from calibre_plugins.bookai.gui.book_text import BookText
@@ -364,16 +366,33 @@ class ConversationPanel(QWidget):
                 text.skipped_told = True
                 self.show_notice(note)
             selection = grounding.selection() if grounding.selection else ''
+            position = self.position(text, scope)
             try:
-                q = book_question(question, scope, text.book, text.index, self.position(text, scope), selection,
+                q = book_question(question, scope, text.book, text.index, position, selection,
                                   embedding_index=embedding_index, question_vector=question_vector, room=room,
-                                  summaries=summaries[0] if summaries else None)
+                                  summaries=summaries[0] if summaries else None,
+                                  kept=self.kept_for_lookups(provider, text, position, grounding.key))
             except NoPlace:
                 self.say_no_place()
                 return self.give_back(typed)
             self.send(provider, q, typed)
         source.load(loaded)
         return True
+
+    def kept_for_lookups(self, provider: 'AIProviderPlugin', text: BookText, position: float | None,
+                         book_key: str) -> Kept | None:
+        """The summaries and X-Ray kept for the book and the model that answers, for its lookups (read
+        from their files only when the model may look things up)."""
+        model = self.conv.model or provider.config.option('model') or ''
+        if not plugin_prefs()['lookups'] or not model or position is None:
+            return None
+        try:
+            if not provider.takes_tools(model):
+                return None
+        except Exception:  # as lookup_toolbox() takes it
+            return None
+        return kept_for_lookups(provider, model, text.book, position, BookKey(text.library_id, text.book_id,
+                                                                              text.fmt), book_key, self.conv.language)
 
     def start_waiting(self, notice: str = '') -> object:
         """A question waits for work before it is sent (the book read, passages found): Send
