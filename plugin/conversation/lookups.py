@@ -106,7 +106,11 @@ NO_MORE = ('\n\n(No more lookups are allowed for this question: answer it now fr
            'citing them as [n].)')
 AS_TEXT = ('You wrote a tool\'s call as text. To look something up, call the tool itself; otherwise answer the '
            'question in words.')
-HELD_CHARS = 400  # of a reply offered tools, held until it is known not to be a tool's call written as text
+# a reply offered tools is held until it is known to be an answer: its first HELD_CHARS characters (a
+# "let me look" before a call is not shown), and while it may still be calls written as text (it
+# begins as they do), up to MOST_WRITTEN_CALL characters
+HELD_CHARS = 400
+CALL_STARTS = ('{', '[', '<tool_call>', '`')
 
 
 def answer_with_lookups(provider: 'AIProviderPlugin', messages: Sequence[Message], toolbox: Toolbox, *,
@@ -145,7 +149,8 @@ def answer_with_lookups(provider: 'AIProviderPlugin', messages: Sequence[Message
                 break
             if holding:
                 held.append(chunk)
-                if sum(len(c.text) for c in held if isinstance(c, TextDelta)) > HELD_CHARS:
+                so_far = ''.join(c.text for c in held if isinstance(c, TextDelta))
+                if len(so_far) > HELD_CHARS and not may_be_calls(so_far):
                     yield from held
                     held, holding = [], False
             else:
@@ -238,7 +243,7 @@ def normalized(arguments: str) -> str:
         return arguments.strip()
 
 
-MOST_WRITTEN_CALL = 2000  # characters: a longer answer is an answer, whatever it begins with
+MOST_WRITTEN_CALL = 8000  # characters: a longer reply is an answer, whatever it begins with
 
 
 def written_call(text: str, names: set[str]) -> bool:
@@ -261,47 +266,55 @@ def written_call(text: str, names: set[str]) -> bool:
     return False
 
 
-WRITTEN_TAGS = re.compile(r'^\s*(?:<tool_call>\s*(.*?)\s*</tool_call>\s*)+$', re.DOTALL)
-MOST_WRITTEN_CALLS = 4  # in one reply written as text
+MOST_WRITTEN_CALLS = 4  # distinct calls read from one reply written as text
+
+
+def may_be_calls(text: str) -> bool:
+    """Whether a reply that has begun so may still be calls written as text (calls_written())."""
+    t = text.lstrip()
+    if len(text) > MOST_WRITTEN_CALL:
+        return False
+    return not t or any(t.startswith(s) or s.startswith(t) for s in CALL_STARTS)
 
 
 def calls_written(text: str, names: set[str], already: int = 0) -> tuple[ToolCall, ...]:
     """The calls of offered tools a reply holds when it is nothing but them, written as text as small
-    local models write them when their server does not read them (Qwen2.5's Hermes form, bare or in
-    <tool_call> tags or a code fence: {"name": "search_book", "arguments": {...}}, one or a list);
-    () for any other reply, which is an answer. already: the calls made before, for the ids."""
-    if len(text) > MOST_WRITTEN_CALL:
+    local models write them when their server does not read them (Qwen2.5's Hermes form,
+    {"name": "search_book", "arguments": {...}}: one, a list, or one after another, bare, in
+    <tool_call> tags or in a code fence), the same call written again counted once, at most
+    MOST_WRITTEN_CALLS; a last one cut off (the reply ran out of tokens) is left out. () for any other
+    reply, which is an answer. already: the calls made before, for the ids."""
+    if len(text) > MOST_WRITTEN_CALL or not may_be_calls(text):
         return ()
-    t = text.strip()
-    if t.startswith('<tool_call>'):
-        parts = re.findall(r'<tool_call>\s*(.*?)\s*</tool_call>', t, re.DOTALL)
-        if not parts or not WRITTEN_TAGS.match(t):
-            return ()
-    else:
-        t = t.strip('`').strip()
-        parts = [t[4:].strip() if t.startswith('json') else t]
+    t = re.sub(r'</?tool_call>|```(?:json)?', '\n', text).strip()
     values: list = []
-    for part in parts:
+    decoder = json.JSONDecoder()
+    at = 0
+    while at < len(t):
         try:
-            value = json.loads(part)
+            value, end = decoder.raw_decode(t, at)
         except (ValueError, RecursionError):
-            return ()
+            if not values or t[at] not in '{[':
+                return ()
+            break  # a last call cut off
         values += value if isinstance(value, list) else [value]
-    if not values or len(values) > MOST_WRITTEN_CALLS:
-        return ()
-    calls = []
-    for i, value in enumerate(values):
+        at = end
+        while at < len(t) and t[at] in ' \t\r\n,':
+            at += 1
+    calls: list[ToolCall] = []
+    seen: set[tuple[str, str]] = set()
+    for value in values:
         if not isinstance(value, dict) or set(value) - {'name', 'arguments'} or not isinstance(value.get('name'), str) \
                 or value['name'] not in names:
             return ()
         arguments = value.get('arguments', {})
-        if isinstance(arguments, str):
-            arguments_text = arguments
-        elif isinstance(arguments, dict):
-            arguments_text = json.dumps(arguments, ensure_ascii=False)
-        else:
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        elif not isinstance(arguments, str):
             return ()
-        calls.append(ToolCall(f'written_{already + i + 1}', value['name'], arguments_text))
+        if (value['name'], arguments) not in seen and len(calls) < MOST_WRITTEN_CALLS:
+            seen.add((value['name'], arguments))
+            calls.append(ToolCall(f'written_{already + len(calls) + 1}', value['name'], arguments))
     return tuple(calls)
 
 

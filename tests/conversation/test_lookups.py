@@ -4,6 +4,8 @@
 tests' novel): the bounds, wrong calls answered in words, Stop, a service refusing tools, the
 numbering and the places citations link to, the History, and follow-up questions."""
 
+import json
+
 import pytest
 
 from calibre_plugins.bookai.conversation.books import BookInfo
@@ -154,13 +156,30 @@ def test_a_small_models_call_written_as_text_is_run_as_the_call(novel, written):
     assert 'Collins' in sent[-1].text
 
 
+def test_calls_written_one_after_another_until_the_tokens_ran_out():
+    """As the demo's model writes them: one per line, the same ones again, the last cut off."""
+    from calibre_plugins.bookai.conversation.lookups import MOST_WRITTEN_CALLS, calls_written
+    lines = ['{"name": "search_book", "arguments": {"query": "convert"}}', '{"name": "contents", "arguments": {}}']
+    found = calls_written('\n'.join(lines * 6) + '\n{"name": "search_bo', {'search_book', 'contents'})
+    assert [(c.name, json.loads(c.arguments)) for c in found] == [('search_book', {'query': 'convert'}),
+                                                                  ('contents', {})]
+    many = '\n'.join(f'{{"name": "search_book", "arguments": {{"query": "q{i}"}}}}' for i in range(9))
+    assert len(calls_written(many, {'search_book'})) == MOST_WRITTEN_CALLS
+
+
+def test_what_may_still_be_calls_is_told_from_prose():
+    from calibre_plugins.bookai.conversation.lookups import may_be_calls
+    assert not may_be_calls('Mr. Collins')
+    assert may_be_calls('') and may_be_calls('  {"na') and may_be_calls('<tool') and may_be_calls('```json')
+
+
 @pytest.mark.parametrize('reply', [
     '{"name": "search_book", "arguments": {"query": "Collins"}} and then I will answer',  # more than the call
     '{"name": "delete_everything", "arguments": {}}',  # not an offered tool
     '{"name": "search_book", "arguments": {"query": "x"}, "extra": 1}',  # not the form
     '{"name": ["search_book"], "arguments": {}}',
     '<tool_call>{"name": "search_book"}</tool_call> trailing words',
-    '{"a": 1}', '[]', '[' + ', '.join(['{"name": "contents"}'] * 5) + ']',  # more calls than one reply makes
+    '{"a": 1}', '[]', 'Mr. Collins is a cousin. {"name": "contents"}', '{"name": "contents"}\nHe is a cousin.',
 ])
 def test_what_is_not_only_a_call_is_an_answer(reply):
     from calibre_plugins.bookai.conversation.lookups import calls_written
