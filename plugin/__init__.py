@@ -23,7 +23,7 @@ class BookAI(InterfaceActionBase):
     description = ('Discuss your books with an AI of your choice, in the library and while '
                    'reading. Nothing is sent anywhere until you set up a provider.')
     author = 'The Book AI developers'
-    version = (1, 4, 0)
+    version = (1, 5, 0)
     minimum_calibre_version = (6, 0, 0)
     supported_platforms = ['windows', 'osx', 'linux']
     actual_plugin = 'calibre_plugins.bookai.main_window.action:BookAIAction'
