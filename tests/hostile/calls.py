@@ -373,7 +373,8 @@ class ConversionFeedback(CallSurface):
 class ToolArguments(CallSurface):
     """A tool call's arguments as a model writes them (core.messages.ToolCall, bounded there), run
     by the book's tools (grounding.book_tools.BookTools.run) and read by the lookups' loop
-    (conversation.lookups: a repeated call, a call written as text): refused in words, never raised."""
+    (conversation.lookups: a repeated call, a call written as text, read as the call): refused in
+    words, never raised."""
 
     def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
         good = {'query': 'the keeper', 'k': 3, 'passage': 1, 'position': 0.2, 'name': 'Bill'}
@@ -401,6 +402,11 @@ class ToolArguments(CallSurface):
         results = [tools.run(messages.ToolCall('c', name, arguments), 1) for name in sorted(names)]
         lookups.normalized(arguments)
         lookups.written_call(arguments, names)
+        for written in (arguments, '{"name": "search_book", "arguments": ' + arguments + '}',
+                        '<tool_call>' + arguments + '</tool_call>\n' + arguments):
+            for call in lookups.calls_written(written, names):  # a small model's call as text: run as the call
+                results.append(tools.run(call, 1))
+            lookups.may_be_calls(written)
         refused = [r for r in results if r.refused]
         from calibre_plugins.bookai import cli
         shown = [r.summary for r in results] + [cli.looked_up_line(lookups.Lookup(n, arguments[:100], r.summary))
