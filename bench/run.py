@@ -14,6 +14,7 @@
     sudo python3 bench/run.py xray_memory
     sudo python3 bench/run.py recap_incremental
     sudo python3 bench/run.py lookups_overhead
+    sudo python3 bench/run.py lookups_coverage
 
 Benchmarks that need calibre's runtime (the providers) run under calibre-debug
 there, in the host's own network namespace with only loopback, starting the
@@ -35,7 +36,8 @@ export QT_QPA_PLATFORM=offscreen CALIBRE_CONFIG_DIRECTORY="$(mktemp -d)" CALIBRE
 stage="$(mktemp -d)"
 python3 build.py stage --out "$stage" >/dev/null
 calibre-customize -b "$stage" >/dev/null
-exec calibre-debug -e "bench/$1.py"
+bench="$1"; shift
+exec calibre-debug -e "bench/$bench.py" "$@"
 '''
 
 
@@ -43,10 +45,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('bench', choices=['first_token', 'stream_memory', 'chat_render', 'viewer_start', 'grounding',
                                       'line_split', 'covers', 'structure', 'coverage', 'caching', 'xray_memory',
-                                      'recap_incremental', 'lookups_overhead'])
+                                      'recap_incremental', 'lookups_overhead', 'lookups_coverage'])
+    ap.add_argument('args', nargs='*', help='passed on to the benchmark')
     ap.add_argument('--host', default='bookworm', choices=list(hosts.HOSTS))
     a = ap.parse_args()
-    return hosts.run(a.host, ['sh', '-c', SCRIPT, 'sh', a.bench], check=False, isolated=True).returncode
+    return hosts.run(a.host, ['sh', '-c', SCRIPT, 'sh', a.bench, *a.args], check=False, isolated=True).returncode
 
 
 if __name__ == '__main__':

@@ -102,8 +102,12 @@ def lookup_calls(value: object) -> int:
 
 REFUSED_NOTICE = _('The model could not look things up (its service refused tools): the passages that best '
                    'match the question went with it instead.')
-NO_MORE = ('\n\n(No more lookups are allowed for this question: answer it now from the passages you have, '
-           'citing them as [n].)')
+# the last request, once no more lookups are allowed: the question as it was sent, then what was looked up
+# as plain text, so that it holds no call of a tool (a model shown its own calls writes more of them, and
+# a service may refuse tool calls in a request that offers no tools)
+LOOKED_UP = '\n\nWhat you looked up for this question:\n\n{found}'
+NO_MORE_LAST = ('\n\nNo more lookups are allowed: answer the question now, in words, from the passages above, '
+                'citing them as [n]. Do not call any tool.')
 AS_TEXT = ('You wrote a tool\'s call as text. To look something up, call the tool itself; otherwise answer the '
            'question in words.')
 # a reply offered tools is held until it is known to be an answer: its first HELD_CHARS characters (a
@@ -126,15 +130,16 @@ def answer_with_lookups(provider: 'AIProviderPlugin', messages: Sequence[Message
     sent = list(messages)
     offered = tuple(toolbox.tools())
     tools = offered
-    names = {t.name for t in offered}
+    names = offered_names(offered)
     usages: list[Usage] = []
+    found: list[Lookup] = []  # what the lookups gave, for the last request
     seen: dict[tuple[str, str], int] = {}
     calls = used = 0
     number = first_number
     first, told, spent = True, False, False
     while True:
         held: list[Chunk] = []
-        holding = bool(tools)
+        holding = bool(tools) or bool(found)  # the last request's reply too: it may still be calls
         done: Done | None = None
         for chunk in provider.text_chat(sent, use_model=use_model, cancel=cancel, max_tokens=max_tokens,
                                         tools=tools):
@@ -172,6 +177,9 @@ def answer_with_lookups(provider: 'AIProviderPlugin', messages: Sequence[Message
         if not made and holding and tools:  # a small local model's call written as text: read as the call
             made = calls_written(text, names, len(seen) + calls)
             text = '' if made else text
+        if not made and not tools and found and holding and calls_written(text, offered_names(offered)):
+            # the last reply is only more calls, as text: not shown as the answer, which it is not
+            held = [TextDelta(no_answer(len(found)))]
         if not made:  # the answer: the end
             done = replace(done, tool_calls=(), finish_reason='stop' if done.tool_calls else done.finish_reason)
             if holding and tools and not told and written_call(text, names):
@@ -212,13 +220,36 @@ def answer_with_lookups(provider: 'AIProviderPlugin', messages: Sequence[Message
                             result.places, result.refused, result.text)
             number += len(result.places)
             yield LookedUp(lookup)
+            found.append(lookup)
             results.append(Message(Role.TOOL, result.text, tool_call_id=call.id, tool_name=call.name))
         if calls >= bounds.calls or used >= bounds.total_tokens or spent:
             tools = ()
-        if not tools and results:
-            last = results[-1]
-            results[-1] = replace(last, text=last.text + NO_MORE)
+        if not tools:  # the last request: the question, then what was looked up, as text
+            sent = final_messages(messages, found)
+            continue
         sent += [Message(Role.ASSISTANT, text, tool_calls=made), *results]
+
+
+def no_answer(n: int) -> str:
+    """What the reader is told when the last reply, told to answer, is only more calls."""
+    return ngettext('The model did not answer in words: after {n} lookup it asked to look up more, and no more '
+                    'are allowed for one answer. Asking again, or another model, may do better.',
+                    'The model did not answer in words: after {n} lookups it asked to look up more, and no more '
+                    'are allowed for one answer. Asking again, or another model, may do better.', n).format(n=n)
+
+
+def offered_names(offered: Sequence[Tool]) -> set[str]:
+    return {t.name for t in offered}
+
+
+def final_messages(messages: Sequence[Message], found: Sequence[Lookup]) -> list[Message]:
+    """The messages of the last request, when no more lookups are allowed: messages as they were
+    sent, their last (the question) followed by what the lookups found, numbered as they were
+    (lookups_text), and the instruction to answer now."""
+    *before, question = messages
+    looked = lookups_text(found)
+    tail = (LOOKED_UP.format(found=looked) if looked else '') + NO_MORE_LAST
+    return [*before, replace(question, text=question.text + tail)]
 
 
 def added(usages: Sequence[Usage]) -> Usage:

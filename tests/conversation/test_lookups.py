@@ -12,7 +12,7 @@ from calibre_plugins.bookai.conversation.books import BookInfo
 from calibre_plugins.bookai.conversation.conversation import Conversation, turn_as_dict, turn_from_dict
 from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.lookups import (
-    NO_MORE, Bounds, LookedUp, LookupNotice, answer_with_lookups,
+    NO_MORE_LAST, Bounds, LookedUp, LookupNotice, answer_with_lookups,
 )
 from calibre_plugins.bookai.conversation.question import book_question
 from calibre_plugins.bookai.core.errors import ProviderError, error_for_status
@@ -81,8 +81,20 @@ def test_at_most_n_calls_then_one_request_without_tools(novel):
     assert len(lookups_of(out)) == 3
     assert len(provider.requests) == 4 and provider.requests[-1][1] == ()
     assert all(tools for _messages, tools in provider.requests[:3])
-    assert tool_messages(provider)[-1].text.endswith(NO_MORE)
+    last = provider.requests[-1][0]  # the question, then what was found as text: no call, no tool message
+    assert not any(m.role == Role.TOOL or m.tool_calls for m in last)
+    assert last[-1].role == Role.USER and last[-1].text.endswith(NO_MORE_LAST)
+    assert 'What you looked up' in last[-1].text and all(lu.text in last[-1].text for lu in lookups_of(out))
     assert isinstance(out[-1], Done)
+
+
+def test_a_last_reply_that_is_only_more_calls_is_not_shown_as_the_answer(novel):
+    """As the demo's model does: told to answer, it writes one more call as text."""
+    written = answer('{"name": "read_around", "arguments": {"passage": 0, "position": 0.5}}')
+    provider = ToolTurns([calls(('search_book', {'query': 'Collins'})), written])
+    out = loop(provider, BookTools(novel, POSITION, 'position'), Bounds(calls=1))
+    assert provider.requests[-1][1] == () and '"name"' not in answer_text(out)
+    assert answer_text(out).startswith('The model did not answer in words: after 1 lookup it')
 
 
 def test_more_calls_in_one_reply_than_allowed_are_answered_but_not_run(novel):
@@ -90,8 +102,8 @@ def test_more_calls_in_one_reply_than_allowed_are_answered_but_not_run(novel):
     out = loop(provider, BookTools(novel, POSITION, 'position'), Bounds(calls=2))
     found = lookups_of(out)
     assert [lu.refused for lu in found] == [False, False, True, True, True]
-    assert len(tool_messages(provider)) == 5  # every call gets its result, as the services require
-    assert provider.requests[-1][1] == ()
+    assert provider.requests[-1][1] == () and not tool_messages(provider)  # the last: what was found, as text
+    assert all(lu.text in provider.requests[-1][0][-1].text for lu in found if not lu.refused)
 
 
 def test_each_result_and_all_of_them_are_bounded(novel):
@@ -113,7 +125,7 @@ def test_a_repeated_call_is_answered_already_looked_up_and_counted(novel):
     out = loop(provider, BookTools(novel, POSITION, 'position'), Bounds(calls=3))
     found = lookups_of(out)
     assert [lu.refused for lu in found] == [False, True, True]
-    assert found[1].summary == 'already looked up' and 'Already looked up' in tool_messages(provider)[-1].text
+    assert found[1].summary == 'already looked up' and 'Already looked up' in tool_messages(provider, -2)[-1].text
     assert provider.requests[-1][1] == ()  # the repeats counted toward the bound
 
 
