@@ -19,11 +19,11 @@ the declared fields, of the right types and sizes, is refused in words, never ra
 """
 
 import bisect
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from calibre_plugins.bookai.core.limits import load_json
 from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN, Tool, ToolCall
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, ranked
@@ -323,8 +323,8 @@ def parsed_arguments(call: ToolCall) -> dict:
         raise BadArguments('the arguments are too long.')
     text = call.arguments.strip() or '{}'
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
+        value = load_json(text)
+    except (ValueError, RecursionError):  # limits.TooComplex is a ValueError
         raise BadArguments('the arguments are not JSON.') from None
     if not isinstance(value, dict):
         raise BadArguments('the arguments must be a JSON object.')

@@ -34,10 +34,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from calibre_plugins.bookai.core.limits import load_json
 from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN, Tool, ToolCall
 from calibre_plugins.bookai.core.printable import one_line, without_controls
-from calibre_plugins.bookai.grounding.book_tools import ToolResult
+from calibre_plugins.bookai.grounding.book_tools import BadArguments, ToolResult, parsed_arguments
 from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook
 from calibre_plugins.bookai.grounding.formats import choose_format, read_book
@@ -538,18 +537,12 @@ def begun_formats(db: 'Cache', book_id: int) -> dict[str, list[tuple[float, str]
 
 
 def call_arguments(call: ToolCall) -> dict:
-    """The arguments of a call, as a JSON object. Raises Refused."""
-    if call.cut:
-        raise wrong('The arguments are too long: give a short query and a number or two.')
-    text = call.arguments.strip() or '{}'
+    """The arguments of a call, as a JSON object (book_tools.parsed_arguments). Raises Refused."""
     try:
-        value = load_json(text)
-    except (ValueError, RecursionError):
-        raise wrong('The arguments are not JSON: give them as a JSON object, such as {"query": "lighthouse"}.'
+        return parsed_arguments(call)
+    except BadArguments as e:
+        raise wrong(f'{str(e)[:1].upper()}{str(e)[1:]} Give them as a JSON object, such as {{"query": "lighthouse"}}.'
                     ) from None
-    if not isinstance(value, dict):
-        raise wrong(f'The arguments must be a JSON object, not {kind(value)}.')
-    return value
 
 
 def text_argument(args: dict, name: str, required: bool = False) -> str | None:
