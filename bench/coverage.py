@@ -22,7 +22,6 @@ faithful summary could carry). Its tokens/q counts the summaries' text too.
 Run with: sudo python3 bench/run.py coverage
 """
 
-import json
 import statistics
 import sys
 import tempfile
@@ -30,16 +29,16 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from calibre_plugins.bookai.conversation.conversation import Conversation
-from calibre_plugins.bookai.conversation.question import book_question, room_in
-from calibre_plugins.bookai.grounding.extract import read_epub
-from calibre_plugins.bookai.grounding.index import Index, passages
-from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN
-from calibre_plugins.bookai.grounding.so_far import chapters_read, read_until, tokens_of
+sys.path.insert(0, str(Path('tests').resolve()))
+from helpers.novel import EPUB, question_set  # noqa: E402
 
-BOOKS = Path(__file__).resolve().parent.parent / 'tests' / 'books'
-EPUB = BOOKS / 'pride-and-prejudice.epub'
-QUESTIONS = BOOKS / 'pride-and-prejudice-questions.json'
+from calibre_plugins.bookai.conversation.conversation import Conversation  # noqa: E402
+from calibre_plugins.bookai.conversation.question import book_question, room_in  # noqa: E402
+from calibre_plugins.bookai.grounding.extract import read_epub  # noqa: E402
+from calibre_plugins.bookai.grounding.index import Index, passages  # noqa: E402
+from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN  # noqa: E402
+from calibre_plugins.bookai.grounding.so_far import chapters_read, read_until, tokens_of  # noqa: E402
+
 
 
 def flat(text):
@@ -49,13 +48,7 @@ def flat(text):
 def main():
     book = read_epub(EPUB)
     index = Index(passages(book))
-    questions = [q for q in json.loads(QUESTIONS.read_text(encoding='utf-8'))['questions'] if not q['spoiler_probe']]
-    ends = {}
-    for p in book.paragraphs:
-        ends[p.chapter] = p.start + len(p.text)
-
-    def position_of(q):  # the reader at the end of chapter q['position']
-        return min(1.0, (ends[q['position']] + 1) / book.length)
+    questions, position_of = question_set(book)  # the reader at the end of the chapter each names
 
     def room(window, q):
         return room_in(window, Conversation([]).messages_for(q['question'], ' ', spoiler_safe=True))

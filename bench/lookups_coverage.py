@@ -13,13 +13,13 @@ mechanics, the lookups made and the tokens they cost, not what a capable model g
 Run with: sudo python3 bench/run.py lookups_coverage [N]   (N: the first N questions; all by default)
 """
 
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path('tests').resolve()))
+from helpers.novel import EPUB, question_set  # noqa: E402
 from helpers.peers import LlamaServer  # noqa: E402
 
 from calibre_plugins.bookai.conversation.conversation import Conversation  # noqa: E402
@@ -30,9 +30,6 @@ from calibre_plugins.bookai.grounding.index import Index, passages  # noqa: E402
 from calibre_plugins.bookai.grounding.so_far import tokens_of  # noqa: E402
 from calibre_plugins.bookai.providers.registry import get_provider  # noqa: E402
 
-BOOKS = Path(__file__).resolve().parent.parent / 'tests' / 'books'
-EPUB = BOOKS / 'pride-and-prejudice.epub'
-QUESTIONS = BOOKS / 'pride-and-prejudice-questions.json'
 
 
 def flat(text):
@@ -42,15 +39,9 @@ def flat(text):
 def main():
     book = read_epub(EPUB)
     index = Index(passages(book))
-    questions = [q for q in json.loads(QUESTIONS.read_text(encoding='utf-8'))['questions'] if not q['spoiler_probe']]
+    questions, position_of = question_set(book)
     if len(sys.argv) > 1:
         questions = questions[:int(sys.argv[1])]
-    ends = {}
-    for p in book.paragraphs:
-        ends[p.chapter] = p.start + len(p.text)
-
-    def position_of(q):
-        return min(1.0, (ends[q['position']] + 1) / book.length)
 
     def covered(q, seen):
         return all(flat(e['quote']) in seen for e in q['evidence'])

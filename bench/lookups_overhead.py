@@ -13,14 +13,13 @@ Target (issue 29): the median lookup under 20 ms. Prints figures and ratios; ass
 
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path('tests').resolve()))
-from helpers.novel import source_html, source_parts  # noqa: E402
+from helpers.novel import many_copies_epub  # noqa: E402
 
 from calibre_plugins.bookai.conversation.prompts import numbered_block  # noqa: E402
 from calibre_plugins.bookai.core.messages import ToolCall  # noqa: E402
@@ -37,17 +36,7 @@ QUESTIONS = ('Who is Mr. Collins and why does he visit?', 'What did Darcy say at
 
 
 def five_mb_epub(folder: Path) -> Path:
-    front, chapters = source_parts()
-    text = '\n\n'.join(front) + '\n\n'
-    n = 0
-    for _copy in range(COPIES):
-        for _heading, paragraphs in chapters:
-            n += 1
-            text += f'Chapter {n}\n\n' + '\n\n'.join(paragraphs) + '\n\n'
-    (folder / 'big.html').write_text(source_html(text), encoding='utf-8')
-    subprocess.run(['ebook-convert', 'big.html', 'big.epub', '--chapter', '//h:h2', '--level1-toc', '//h:h2',
-                    '--no-default-epub-cover'], cwd=folder, check=True, capture_output=True)
-    return folder / 'big.epub'
+    return many_copies_epub(folder, COPIES)
 
 
 def timed(f) -> float:

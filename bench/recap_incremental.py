@@ -24,7 +24,6 @@ Run with: sudo python3 bench/run.py recap_incremental
 import http.server
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path('tests').resolve()))
-from helpers.novel import EPUB, source_html, source_parts  # noqa: E402
+from helpers.novel import EPUB, many_copies_epub  # noqa: E402
 from helpers.peak import MB, peak_growth, status  # noqa: E402
 from helpers.peers import LlamaServer, RecordingProxy  # noqa: E402
 
@@ -139,17 +138,7 @@ class Instant(http.server.BaseHTTPRequestHandler):
 
 
 def five_mb_epub(folder: Path) -> Path:
-    front, chapters = source_parts()
-    text = '\n\n'.join(front) + '\n\n'
-    n = 0
-    for _copy in range(COPIES):
-        for _heading, paragraphs in chapters:
-            n += 1
-            text += f'Chapter {n}\n\n' + '\n\n'.join(paragraphs) + '\n\n'
-    (folder / 'big.html').write_text(source_html(text), encoding='utf-8')
-    subprocess.run(['ebook-convert', 'big.html', 'big.epub', '--chapter', '//h:h2', '--level1-toc', '//h:h2',
-                    '--no-default-epub-cover'], cwd=folder, check=True, capture_output=True)
-    return folder / 'big.epub'
+    return many_copies_epub(folder, COPIES)
 
 
 def memory() -> None:

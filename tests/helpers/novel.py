@@ -9,6 +9,7 @@ novel's Chapter n (1 to 61)."""
 
 import html
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 BOOKS = Path(__file__).resolve().parent.parent / 'books'
@@ -48,3 +49,34 @@ def source_html(text: str | None = None) -> str:
         out += ['<p>' + EMPHASIS.sub(r'<i>\1</i>', html.escape(p, quote=False)) + '</p>' for p in paragraphs]
     out.append('</body></html>\n')
     return '\n'.join(out)
+
+
+def many_copies_epub(folder: Path, copies: int = 8) -> Path:
+    """An EPUB of the novel's chapters copies times over (8: about 5 MB of text), numbered on, made by
+    calibre's ebook-convert in folder: the large book of the benchmarks."""
+    import subprocess
+    front, chapters = source_parts()
+    text = '\n\n'.join(front) + '\n\n'
+    n = 0
+    for _copy in range(copies):
+        for _heading, paragraphs in chapters:
+            n += 1
+            text += f'Chapter {n}\n\n' + '\n\n'.join(paragraphs) + '\n\n'
+    (folder / 'big.html').write_text(source_html(text), encoding='utf-8')
+    subprocess.run(['ebook-convert', 'big.html', 'big.epub', '--chapter', '//h:h2', '--level1-toc', '//h:h2',
+                    '--no-default-epub-cover'], cwd=folder, check=True, capture_output=True)
+    return folder / 'big.epub'
+
+
+def question_set(book) -> tuple[list[dict], Callable[[dict], float]]:
+    """The novel's question set (tests/books/pride-and-prejudice-questions.json, the spoiler probes left
+    out), and where the reader is for each: at the end of the chapter it names, a fraction of book."""
+    import json
+    questions = [q for q in json.loads(QUESTIONS.read_text(encoding='utf-8'))['questions'] if not q['spoiler_probe']]
+    ends = {}
+    for p in book.paragraphs:
+        ends[p.chapter] = p.start + len(p.text)
+
+    def position_of(q: dict) -> float:
+        return min(1.0, (ends[q['position']] + 1) / book.length)
+    return questions, position_of
