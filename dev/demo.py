@@ -109,6 +109,18 @@ def sandbox_env():
     return env
 
 
+DEMO_LOOKUPS = 3  # the demo's 0.5B model wastes most lookups: a few show them, in a minute, not eight in five
+
+
+def few_lookups():
+    """The demo's settings: at most DEMO_LOOKUPS lookups an answer (Settings, Sent to the AI)."""
+    path = DEMO / 'config' / 'plugins' / 'bookai.json'
+    data = json.loads(path.read_text(encoding='utf-8')) if path.exists() else {}
+    data['lookup_calls'] = DEMO_LOOKUPS
+    path.write_text(json.dumps(data, indent=2, sort_keys=True), encoding='utf-8')
+    path.chmod(0o600)
+
+
 def run(argv, env, **kw):
     return subprocess.run([str(a) for a in argv], env=env, check=True, **kw)
 
@@ -148,6 +160,7 @@ def main(argv=None):
     with local_model() as server:
         book_ai('configure', 'OpenAI compatible', f'base_url={server.base_url}/v1', f'model={MODEL_NAME}', '--use',
                 env=env, check=True, stdout=subprocess.DEVNULL)
+        few_lookups()
         question = 'Summarize (a quick action), with passages of the book'
         say(f'asking {MODEL_NAME} about book 1 of the demo library: {question}')
         print(flush=True)
