@@ -16,11 +16,13 @@ the turn (its passages' places after the question's, numbered on from them, so t
 """
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from calibre_plugins.bookai.conversation.lookups import (
     Bounds, LookedUp, LookupNotice, Toolbox, answer_with_lookups, lookup_calls,
 )
+from calibre_plugins.bookai.conversation.question import ANSWER_ROOM
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.errors import ContextTooLong
 from calibre_plugins.bookai.core.messages import Answer, Chunk, Done, Failed, Message, estimated_tokens
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from calibre_plugins.bookai.providers.base import AIProviderPlugin
 
 load_translations()
+
+LEAST_ROOM = 500  # tokens left in the model's window for the lookups' results, or none is offered
 
 NOT_KEPT = _('The conversation could not be kept in the History: {error}')
 
@@ -77,6 +81,8 @@ class Exchange:
         self.notices: list[str] = []  # what the reader is told of how the answer was looked up
         # lookups: None for the reader's setting ("lookups"); False for one question without them
         self.toolbox: Toolbox | None = lookup_toolbox(provider, question, self.use_model, lookups)
+        if self.toolbox is not None and self.bounds().total_tokens < LEAST_ROOM:
+            self.toolbox = None  # the model has no room left for what a lookup finds
 
 
     @property
@@ -96,7 +102,21 @@ class Exchange:
             return self.provider.text_chat(self.messages, use_model=self.use_model, cancel=self.cancel)
         return answer_with_lookups(self.provider, self.messages, self.toolbox, use_model=self.use_model,
                                    cancel=self.cancel, first_number=self.first_number,
-                                   bounds=Bounds(calls=most_lookups()))
+                                   bounds=self.bounds())
+
+    def bounds(self) -> Bounds:
+        """How far the answer may look things up: the reader's most lookups, and all their results
+        held to the room the model has left after the question and the answer, when its window was
+        learned (book_text_room(), for the same provider): a result past it would be refused as longer
+        than the model reads."""
+        bounds = Bounds(calls=most_lookups())
+        model = self.use_model or self.provider.config.option('model') or ''
+        window = getattr(self.provider, 'context_windows', {}).get(model)
+        if window is None or window.tokens <= 0:
+            return bounds
+        room = window.tokens - estimated_tokens(self.messages) - min(ANSWER_ROOM, window.tokens // 4)
+        return replace(bounds, total_tokens=max(0, min(bounds.total_tokens, room)),
+                       result_tokens=max(0, min(bounds.result_tokens, room)))
 
     def take(self, chunk: 'Chunk | LookedUp | LookupNotice') -> bool:
         """Add chunk to the answer (a lookup to the turn, a notice to notices); whether it was the

@@ -213,7 +213,7 @@ def test_a_real_model_answers_from_the_book_and_shows_its_passages(cli, sandbox)
         assert cli('configure', 'OpenAI compatible', f'base_url={server.base_url}/v1', 'model=qwen',
                    'temperature=0', '--use').returncode == 0
         r = cli('ask', '--library', lib, '--book', '1', '--prompt', 'How do I convert an ebook to another format?',
-                '--scope', 'book', '--json')
+                '--scope', 'book', '--json', '--no-lookups')  # the passages sent (its lookups: test_lookups_real_model)
     assert r.returncode == 0, r
     events = [json.loads(line) for line in r.stdout.splitlines()]
     answer = ''.join(e['text'] for e in events if e['type'] == 'text')

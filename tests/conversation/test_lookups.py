@@ -284,6 +284,22 @@ def exchanged(conv, provider, question, lookups=None):
     return ex
 
 
+def test_the_lookups_keep_to_the_room_the_models_window_has_left(novel, lookups_on):
+    """A result past the model's window would be refused as too long: with the window learned, all the
+    results together hold to what is left of it; with too little left, no tool is offered."""
+    from calibre_plugins.bookai.providers.context import ContextWindow
+    question = book_question('Who is Mr. Collins?', 'position', novel, position=POSITION, budget=300)
+    provider = ToolTurns([])
+    unknown = Exchange(Conversation([BOOK], 'lib'), provider, question)
+    assert unknown.toolbox is not None and unknown.bounds() == Bounds(calls=8)
+    provider.context_windows = {'stand-in-model': ContextWindow(4096, 'service')}
+    small = Exchange(Conversation([BOOK], 'lib'), provider, question)
+    room = 4096 - 1024 - sum(len(m.text) for m in small.messages) // 4
+    assert small.toolbox is not None and small.bounds().total_tokens == room < 8000
+    provider.context_windows = {'stand-in-model': ContextWindow(700, 'service')}
+    assert Exchange(Conversation([BOOK], 'lib'), provider, question).toolbox is None
+
+
 def test_the_exchange_keeps_lookups_and_their_places_for_citations(novel, lookups_on):
     conv = Conversation([BOOK], 'lib')
     question = book_question('Who is Mr. Collins?', 'position', novel, position=POSITION, budget=300)
