@@ -44,7 +44,7 @@ SECTIONS = '3'  # the title page, then Chapters 1 and 2 read: a few minutes of t
 XRAY_NAME = 'Mr. Bennet'  # the entry the X-Ray's screenshot shows
 NOVEL_SHOTS = ('viewer-recap.png', 'viewer-xray.png', 'discussion-recap.png', 'discussion-xray.png',
                'discussion-lookups.png')
-LOOKUP_QUESTION = 'Who is Mr. Collins, and why is he coming to Longbourn?'  # the lookups' screenshot
+LOOKUP_QUESTION = 'Search the book for Netherfield: who has taken it, and what do the Bennets hope?'  # the lookups' shot
 
 
 def say(*args):
