@@ -339,12 +339,12 @@ def recap(gui):
         """$BOOKAI_PROBE_LOOKUP asked in the chat with the passages up to the place: the model may look
         things up; its lookups unfolded under the answer (discussion-lookups.png)."""
         w.tabs.setCurrentIndex(0)
+        p.new_button.click()  # a new chat: the story so far would leave the model little room for lookups
         row = p.scope_row
         row.box.setCurrentIndex(row.box.findData('position'))
         p.question.setPlainText(os.environ['BOOKAI_PROBE_LOOKUP'])
-        turns = len(w.conv.turns)
         p.send_button.click()
-        later(report, lambda: not p.streaming and len(w.conv.turns) > turns, looked, timeout=report.timeout)
+        later(report, lambda: not p.streaming and bool(w.conv.turns), looked, timeout=report.timeout)
 
     def looked():
         turn = w.conv.turns[-1]
