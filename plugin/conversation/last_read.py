@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from hashlib import sha256
 from typing import TypeGuard
 
-from calibre_plugins.bookai.core import limits
-from calibre_plugins.bookai.core.files import read_regular, set_aside_if_can, write_private
+from calibre_plugins.bookai.core.files import read_kept, set_aside_if_can, write_private
 
 MAX_FILE_BYTES = 256 * 1024  # the record file read at most: a larger one is set aside
 MAX_BOOKS = 500              # books kept in it, at most
@@ -73,9 +72,7 @@ class LastReadRecord:
         """Every book's, by key; {} when there is no record, or it cannot be read (a damaged one is
         set aside first)."""
         try:
-            data = limits.load_json(read_regular(self.path, MAX_FILE_BYTES))
-            if type(data) is not dict or data.get('kind') != KIND or data.get('version') != VERSION:
-                raise ValueError('not a Book AI last-read file of this version')
+            data = read_kept(self.path, MAX_FILE_BYTES, KIND, VERSION)
             books = data.get('books')
             if type(books) is not dict or len(books) > MAX_BOOKS:
                 raise ValueError('no books, or too many')

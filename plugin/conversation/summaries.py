@@ -41,10 +41,9 @@ from calibre.constants import cache_dir
 
 from calibre_plugins.bookai.conversation.prompts import numbered_block, summary_messages, summary_request
 from calibre_plugins.bookai.conversation.question import ASSUMED_WINDOW, room_in
-from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import ContextTooLong, ProviderError
-from calibre_plugins.bookai.core.files import private_folder, read_regular, remove_where, set_aside_if_can, write_private
+from calibre_plugins.bookai.core.files import private_folder, read_kept, remove_where, set_aside_if_can, write_private
 from calibre_plugins.bookai.core.messages import Cost, Done, Failed, Message, TextDelta, Usage, estimated_tokens
 from calibre_plugins.bookai.core.printable import without_controls
 from calibre_plugins.bookai.grounding.index import Passage
@@ -230,9 +229,7 @@ class SummaryCache:
         (a damaged one is set aside first, its name added to set_aside_as)."""
         path = self.file_of(key)
         try:
-            data = limits.load_json(read_regular(path, MAX_FILE_BYTES))
-            if type(data) is not dict or data.get('kind') != KIND or data.get('version') != CACHE_VERSION:
-                raise ValueError('not a Book AI summaries file of this version')
+            data = read_kept(path, MAX_FILE_BYTES, KIND, CACHE_VERSION)
             entries = data.get('summaries')
             if type(entries) is not list or len(entries) > MAX_ENTRIES:
                 raise ValueError('no list of summaries, or too long a one')

@@ -85,6 +85,18 @@ class TooBig(OSError):
     """A file larger than the most its reader takes: not read."""
 
 
+def read_kept(path: str, most: int, kind: str, version: int) -> dict:
+    """Book AI's own kept JSON file at path (read_regular, at most `most` bytes, limits.load_json) as
+    its object, when it says it is of that kind and version. Raises FileNotFoundError when there is
+    none; OSError, ValueError, RecursionError or UnicodeError for one that cannot be read or is not
+    of them, which its caller sets aside."""
+    from calibre_plugins.bookai.core.limits import load_json
+    data = load_json(read_regular(path, most))
+    if type(data) is not dict or data.get('kind') != kind or data.get('version') != version:
+        raise ValueError(f'not a Book AI {kind} file of version {version}')
+    return data
+
+
 def read_regular(path: str, most: int) -> bytes:
     """The bytes of the regular file at path, at most `most` of them. It is opened without blocking
     (a FIFO put in a file's place cannot make Book AI wait for a writer) and checked to be a regular

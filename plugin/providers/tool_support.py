@@ -20,9 +20,8 @@ import time
 from hashlib import sha256
 from typing import TYPE_CHECKING
 
-from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.errors import ProviderError
-from calibre_plugins.bookai.core.files import read_regular, set_aside_if_can, write_private
+from calibre_plugins.bookai.core.files import read_kept, set_aside_if_can, write_private
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.providers.base import AIProviderPlugin
@@ -61,9 +60,7 @@ def read(path: str | None = None) -> dict[str, float]:
     read (a damaged one is set aside)."""
     path = path or default_file()
     try:
-        data = limits.load_json(read_regular(path, MAX_FILE_BYTES))
-        if type(data) is not dict or data.get('kind') != KIND or data.get('version') != VERSION:
-            raise ValueError('not a Book AI tool-support file of this version')
+        data = read_kept(path, MAX_FILE_BYTES, KIND, VERSION)
         refused = data.get('refused')
         if type(refused) is not dict or len(refused) > MAX_ENTRIES:
             raise ValueError('no refusals, or too many')
