@@ -279,6 +279,7 @@ def wire_entries() -> list[Entry]:
 
 FILE_ATTACKS = ('oversized', 'deep_json', 'many_values', 'wrong_types', 'not_a_file', 'damaged')
 READ_REGULAR = 'core.files:read_regular'
+READ_KEPT = 'core.files:read_kept'  # Book AI's own kept JSON files, through READ_REGULAR
 
 
 def file_entries() -> list[Entry]:
@@ -317,7 +318,7 @@ def file_entries() -> list[Entry]:
               'providers.tool_support:read', 'file',
               ('providers.tool_support:MAX_FILE_BYTES', *JSON, 'providers.tool_support:MAX_ENTRIES'),
               FILE_ATTACKS + ('control_chars', 'numbers'),
-              ('providers.tool_support:read', READ_REGULAR, 'core.limits:load_json'),
+              ('providers.tool_support:read', READ_KEPT, READ_REGULAR, 'core.limits:load_json'),
               S.ToolSupportFile(FILE_ATTACKS + ('control_chars', 'numbers'))),
         Entry('file/text_cache', "a book's cached text (cache/bookai/text/LIBRARY/ID.FORMAT.bookai)",
               'grounding.cache:TextCache.get', 'file',
@@ -339,8 +340,8 @@ def file_entries() -> list[Entry]:
               ('conversation.last_read:MAX_FILE_BYTES', *JSON, 'conversation.last_read:MAX_BOOKS',
                'conversation.last_read:MAX_CFI_CHARS'),
               FILE_ATTACKS + ('control_chars', 'numbers'),
-              ('conversation.last_read:LastReadRecord.read', 'conversation.last_read:last_read_of', READ_REGULAR,
-               'core.limits:load_json', 'conversation.last_read:LastReadRecord.get'),
+              ('conversation.last_read:LastReadRecord.read', 'conversation.last_read:last_read_of', READ_KEPT,
+               READ_REGULAR, 'core.limits:load_json', 'conversation.last_read:LastReadRecord.get'),
               S.LastReadFile(FILE_ATTACKS + ('control_chars', 'numbers'))),
         Entry('file/summaries', "a book's chapter summaries (cache/bookai/summaries/LIBRARY/ID.FORMAT.json)",
               'conversation.summaries:SummaryCache.read', 'file',
@@ -348,8 +349,8 @@ def file_entries() -> list[Entry]:
                'conversation.summaries:MAX_KEPT_CHARS', 'conversation.summaries:MAX_TITLE_CHARS',
                'conversation.summaries:MAX_MODEL_CHARS', 'conversation.summaries:MOST_NUMBER'),
               FILE_ATTACKS + ('control_chars', 'numbers'),
-              ('conversation.summaries:SummaryCache.read', 'conversation.summaries:summary_from_dict', READ_REGULAR,
-               'core.limits:load_json', 'conversation.summaries:BookSummaries.find'),
+              ('conversation.summaries:SummaryCache.read', 'conversation.summaries:summary_from_dict', READ_KEPT,
+               READ_REGULAR, 'core.limits:load_json', 'conversation.summaries:BookSummaries.find'),
               S.SummariesFile(FILE_ATTACKS + ('control_chars', 'numbers'))),
         Entry('file/undo', "a cover kept for Undo (cache/bookai/covers-undo/LIBRARY/BOOK/TIME.cover)",
               'covers.undo:CoverUndo.read', 'file', ('covers.undo:MAX_ENTRY_BYTES', 'covers.undo:MAX_HEADER'),
