@@ -109,13 +109,16 @@ def sandbox_env():
     return env
 
 
-DEMO_LOOKUPS = 3  # the demo's 0.5B model wastes most lookups: a few show them, in a minute, not eight in five
+DEMO_LOOKUPS = 3  # when on (the screenshots): a few show them; the 0.5B model wastes most of eight
 
 
-def few_lookups():
-    """The demo's settings: at most DEMO_LOOKUPS lookups an answer (Settings, Sent to the AI)."""
+def set_lookups(on):
+    """The demo's setting for lookups (Settings, Sent to the AI). Off for the demo's own answers: a
+    0.5B model wastes most lookups, and each sends the whole prompt again, which would make the
+    first command take many minutes on a laptop's cores; at most DEMO_LOOKUPS when on."""
     path = DEMO / 'config' / 'plugins' / 'bookai.json'
     data = json.loads(path.read_text(encoding='utf-8')) if path.exists() else {}
+    data['lookups'] = bool(on)
     data['lookup_calls'] = DEMO_LOOKUPS
     path.write_text(json.dumps(data, indent=2, sort_keys=True), encoding='utf-8')
     path.chmod(0o600)
@@ -160,7 +163,8 @@ def main(argv=None):
     with local_model() as server:
         book_ai('configure', 'OpenAI compatible', f'base_url={server.base_url}/v1', f'model={MODEL_NAME}', '--use',
                 env=env, check=True, stdout=subprocess.DEVNULL)
-        few_lookups()
+        set_lookups(False)
+        say('lookups are off for this small model (Settings, Sent to the AI): a larger one looks things up')
         question = 'Summarize (a quick action), with passages of the book'
         say(f'asking {MODEL_NAME} about book 1 of the demo library: {question}')
         print(flush=True)

@@ -71,7 +71,7 @@ def main():
     with demo.local_model() as server:
         demo.book_ai('configure', 'OpenAI compatible', f'base_url={server.base_url}/v1', f'model={demo.MODEL_NAME}',
                      '--use', env=sandbox, check=True, stdout=subprocess.DEVNULL)
-        demo.few_lookups()
+        demo.set_lookups(True)
         if not novel_only:
             explain(sandbox)
         novel(sandbox)
