@@ -121,18 +121,34 @@ SAME_AS_ON_FORKY = ('tests/core/', 'tests/providers/', 'tests/grounding/', 'test
 # ... but for the tests that compare Book AI with calibre's own AI, which noai has not
 REACHES_CALIBRES_AI = ('tests/providers/test_openrouter.py',)
 
+# The providers' wire formats and the battery's attacks on servers' bytes are Book AI's own code
+# over Python's http.client, json and ssl: calibre's code never runs in them (but for the
+# comparison with calibre's own AI, the carry-over of calibre's settings, and a provider's image
+# answer, decoded by calibre's image code). They run on bookworm (Python 3.11) and forky (3.14),
+# the oldest and newest Python of the hosts, and are deselected on trixie (3.13, between them).
+ON_EVERY_PYTHON = ('tests/providers/', 'tests/hostile/test_battery.py::test_hostile[wire/')
+REACHES_CALIBRE = (*REACHES_CALIBRES_AI, 'tests/providers/test_venice.py')
+
 
 def same_as_on_forky(item: pytest.Item) -> bool:
     nodeid = item.nodeid
     return nodeid.startswith(SAME_AS_ON_FORKY) and not nodeid.startswith(REACHES_CALIBRES_AI)
 
 
+def same_on_every_python(item: pytest.Item) -> bool:
+    nodeid = item.nodeid
+    return (nodeid.startswith(ON_EVERY_PYTHON) and not nodeid.startswith(REACHES_CALIBRE)
+            and 'crafted_image' not in nodeid)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark `quick` the tests that need no more than calibre's runtime in this process; leave out
-    (deselect, so that they are not counted as passed) those marked `hosts` for other hosts, and
-    on noai those that run there as on forky (SAME_AS_ON_FORKY)."""
+    (deselect, so that they are not counted as passed) those marked `hosts` for other hosts, on
+    noai those that run there as on forky (SAME_AS_ON_FORKY), and on trixie those that run the
+    same on every Python (ON_EVERY_PYTHON)."""
     elsewhere = [item for item in items if (m := item.get_closest_marker('hosts')) and HOST not in m.args
-                 or HOST == 'noai' and same_as_on_forky(item) and not m]
+                 or HOST == 'noai' and same_as_on_forky(item) and not m
+                 or HOST == 'trixie' and same_on_every_python(item) and not m]
     if elsewhere:
         config.hook.pytest_deselected(items=elsewhere)
         items[:] = [item for item in items if item not in elsewhere]
