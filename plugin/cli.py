@@ -79,7 +79,8 @@ from calibre_plugins.bookai.conversation.exchange import Exchange
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.lookups import LookedUp, Lookup, LookupNotice
 from calibre_plugins.bookai.conversation.question import (
-    MEANING_FAILED, Question, book_question, book_text_room, by_meaning, library_book_text, library_question, meaning,
+    MEANING_FAILED, Question, book_question, book_text_room, by_meaning, embedder, library_book_text, library_question,
+    meaning,
 )
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import ProviderError
@@ -543,7 +544,8 @@ def with_book_text(library: BookLibrary, args: argparse.Namespace, text: str, co
                                     book, position, BookKey(db.library_id, book_id, fmt),
                                     f'{db.library_id}:{book_id}', conv.language)
         return book_question(text, args.scope, book, index, position, args.text or '', None, embedding_index,
-                             question_vector, room, summaries, kept)
+                             question_vector, room, summaries, kept,
+                             embedder(provider, embedding_index) if provider is not None else None)
     except NoPlace:
         raise Exit(USAGE, _('Book AI does not know where you are in this book, so it cannot keep to what you have '
                             'read: give your place with --position FRACTION, or open the book in calibre\'s E-book '

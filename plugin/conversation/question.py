@@ -19,7 +19,7 @@ held here to what the model in use has room for (book_text_room(), asked before 
 is built: in a thread in the windows), never more.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -91,6 +91,16 @@ def meaning(provider: 'AIProviderPlugin', index: Index, question: str, kept: Emb
     ei = kept if kept is not None and kept.matches(index.passages) else EmbeddingIndex.build(
         provider, index.passages, cancel=cancel)
     return ei, embed_question(provider, ei, question, cancel)
+
+
+def embedder(provider: 'AIProviderPlugin',
+             embedding_index: EmbeddingIndex | None) -> Callable[[str], list[float]] | None:
+    """What the book's search tool embeds its words with, to search by meaning too: the model that
+    made embedding_index (a provider on this computer, as by_meaning() asks); None without one."""
+    if embedding_index is None:
+        return None
+    ei = embedding_index  # not None, in the closure too
+    return lambda words: embed_question(provider, ei, words)
 
 
 # tokens kept for the answer in the model's window when it is known (a question asks for no
@@ -168,7 +178,8 @@ class SoFarFromSummaries(Protocol):
 def book_question(text: str, scope: str, book: Book, index: Index | None = None, position: float | None = None,
                   selection: str = '', budget: int | None = None, embedding_index: EmbeddingIndex | None = None,
                   question_vector: list[float] | None = None, room: Room | None = None,
-                  summaries: SoFarFromSummaries | None = None, kept: Kept | None = None) -> Question:
+                  summaries: SoFarFromSummaries | None = None, kept: Kept | None = None,
+                  embed: Callable[[str], list[float]] | None = None) -> Question:
     """text, with the passages of book that scope sends (grounding.scopes): position is the
     reader's place (a fraction of the book, or None), selection the text selected, budget the
     most tokens of them (default: the reader's "Book text per question, at most"), never more
@@ -176,13 +187,14 @@ def book_question(text: str, scope: str, book: Book, index: Index | None = None,
     With an embedding_index of the book's passages and the question's vector, they are ranked
     by meaning too. When none fits, only the book's details go, and the reader is told. summaries:
     for scope "so-far", the book's chapter summaries kept, sent when the text read does not fit.
-    kept: the summaries and X-Ray made before, that the model's lookups may show (book_tools()).
+    kept: the summaries and X-Ray made before, that the model's lookups may show (book_tools());
+    embed: what embeds a search's words for them, by the model that made embedding_index (embedder()).
     Raises NoPlace when the scope keeps to the reader's place and none is known: nothing is sent."""
     if budget is None:
         budget = plugin_prefs()['book_text_budget']
     if scope == 'so-far':
         return so_far_question(text, book, index, position, budget, embedding_index, question_vector, room,
-                               summaries, kept)
+                               summaries, kept, embed)
     notices: tuple[str, ...] = ()
     if room is not None and room.why:
         notices = (_('Book AI could not learn how much the model reads at once ({why}); the passages keep to '
@@ -195,7 +207,7 @@ def book_question(text: str, scope: str, book: Book, index: Index | None = None,
                            'this question, fewer than the {budget} your settings allow.')).format(
             window=f'{room.window:,}', tokens=f'{budget:,}', budget=f'{asked:,}'),)
     ex = excerpt(book, scope, text, position, selection, budget, index, embedding_index, question_vector)
-    tools = book_tools(book, position, scope, index, ex, kept)
+    tools = book_tools(book, position, scope, index, ex, kept, embedding_index, embed)
     if not ex.passages:
         return Question(text, notices=notices + (_('No passage of the book fits this question there; only the '
                                                    'book\'s details go with it.'),), excerpt=ex, tools=tools)
@@ -203,22 +215,25 @@ def book_question(text: str, scope: str, book: Book, index: Index | None = None,
 
 
 def book_tools(book: Book, position: float | None, scope: str, index: Index | None,
-               ex: Excerpt | None, kept: Kept | None = None) -> BookTools | None:
+               ex: Excerpt | None, kept: Kept | None = None, embedding_index: EmbeddingIndex | None = None,
+               embed: Callable[[str], list[float]] | None = None) -> BookTools | None:
     """The tools the model may look things up in book with, for a question whose passages are ex
     (numbered 1, 2... in it; None: the question numbers others): clamped to the reader's place as ex
-    is, with the summaries and X-Ray kept (BookTools shows only what comes before the place); None
-    for a scope that sends none of the book's text."""
+    is, with the summaries and X-Ray kept (BookTools shows only what comes before the place), its
+    search by meaning too with embedding_index and embed; None for a scope that sends none of the
+    book's text."""
     if scope == 'metadata':
         return None
     kept = kept or Kept()
     return BookTools(book, position, scope, index, sent=ex.passages if ex is not None else (),
-                     numbered=numbered_block, summaries=kept.summaries, xray=kept.xray)
+                     numbered=numbered_block, summaries=kept.summaries, xray=kept.xray,
+                     embedding_index=embedding_index if embed is not None else None, embed=embed)
 
 
 def so_far_question(text: str, book: Book, index: Index | None, position: float | None, budget: int,
                     embedding_index: EmbeddingIndex | None, question_vector: list[float] | None,
                     room: Room | None, summaries: SoFarFromSummaries | None = None,
-                    kept: Kept | None = None) -> Question:
+                    kept: Kept | None = None, embed: Callable[[str], list[float]] | None = None) -> Question:
     """text, with everything read up to position (scope "so-far"), numbered as passages are, when
     the model has room for all of it (room: book_text_room() asked with that scope) or it already
     went with an earlier question of the conversation; when it has not, the summaries of the earlier
@@ -230,16 +245,16 @@ def so_far_question(text: str, book: Book, index: Index | None, position: float 
     total = tokens_of(read)
     ex = excerpt(book, 'so-far', text, position, budget=total)
     q = so_far_asked(text, book, index, position, budget, embedding_index, question_vector, room, summaries, total,
-                     ex, kept)
+                     ex, kept, embed)
     # its own passages (ranked instead) come with their tools; summaries' numbers are none of the tools'
-    return q if q.tools is not None else replace(q, tools=book_tools(book, position, 'so-far', index,
-                                                                     ex if q.excerpt is ex else None, kept))
+    return q if q.tools is not None else replace(q, tools=book_tools(
+        book, position, 'so-far', index, ex if q.excerpt is ex else None, kept, embedding_index, embed))
 
 
 def so_far_asked(text: str, book: Book, index: Index | None, position: float | None, budget: int,
                  embedding_index: EmbeddingIndex | None, question_vector: list[float] | None,
                  room: Room | None, summaries: SoFarFromSummaries | None, total: int, ex: Excerpt,
-                 kept: Kept | None = None) -> Question:
+                 kept: Kept | None = None, embed: Callable[[str], list[float]] | None = None) -> Question:
     """so_far_question()'s Question, before its tools."""
     block = passages_block(ex) if ex.passages else ''
     if not block:
@@ -261,7 +276,7 @@ def so_far_asked(text: str, book: Book, index: Index | None, position: float | N
                  'you are (about {tokens} tokens) cannot go; the passages that best match the question go '
                  'instead.')).format(tokens=f'{total:,}', why=room.why if room else '')
         ranked = book_question(text, 'position', book, index, position, '', budget, embedding_index,
-                               question_vector, kept=kept)
+                               question_vector, kept=kept, embed=embed)
     else:
         from_summaries = summaries.question(text, book, position, room) if summaries is not None and \
             position is not None else SUMMARIES_HINT
@@ -271,7 +286,7 @@ def so_far_asked(text: str, book: Book, index: Index | None, position: float | N
                 '({window} tokens); the passages that best match the question go instead.').format(
             tokens=f'{total:,}', window=f'{room.window:,}') + ' ' + from_summaries
         ranked = book_question(text, 'position', book, index, position, '', budget, embedding_index,
-                               question_vector, room, kept=kept)
+                               question_vector, room, kept=kept, embed=embed)
     return replace(ranked, notices=(why, *ranked.notices))
 
 

@@ -40,7 +40,7 @@ from calibre_plugins.bookai.conversation.lookup_sources import kept_for_lookups
 from calibre_plugins.bookai.conversation.lookups import LookedUp, Lookup, LookupNotice
 from calibre_plugins.bookai.conversation.notes import conversation_markdown
 from calibre_plugins.bookai.conversation.question import (
-    MEANING_FAILED, SO_FAR_SCOPES, Question, Room, book_question, book_text_room, by_meaning, meaning,
+    MEANING_FAILED, SO_FAR_SCOPES, Question, Room, book_question, book_text_room, by_meaning, embedder, meaning,
 )
 from calibre_plugins.bookai.conversation.recap import SoFarSummaries
 from calibre_plugins.bookai.conversation.summaries import BookKey
@@ -348,19 +348,20 @@ class ConversationPanel(QWidget):
             read = text  # not None, in the lambda too
             if scope == 'so-far':  # the summaries kept, for when the text read does not fit: read with the room
                 summaries.append(SoFarSummaries(provider, BookKey(text.library_id, text.book_id, text.fmt)))
-            self.learn_room(provider, question, scope, token, lambda room: roomed(read, room),
-                            summaries[0] if summaries else None)  # still waiting
+            self.learn_room(provider, question, scope, token, lambda room, kept: roomed(read, room, kept),
+                            summaries[0] if summaries else None,  # still waiting
+                            self.lookup_sources(provider, read, self.position(read, scope), grounding.key))
 
         summaries: list[SoFarSummaries] = []  # for scope "so-far": the book's, once its text is read
 
-        def roomed(text: BookText, room: Room | None) -> None:
+        def roomed(text: BookText, room: Room | None, kept: Kept | None) -> None:
             if by_meaning(provider, scope):  # still waiting: for the embeddings
                 return self.rank_by_meaning(provider, text, question, token,
-                                            lambda *meaning: chosen(text, room, *meaning))
+                                            lambda *meaning: chosen(text, room, kept, *meaning))
             self.stop_waiting(token)
-            chosen(text, room)
+            chosen(text, room, kept)
 
-        def chosen(text: BookText, room: Room | None, embedding_index: EmbeddingIndex | None = None,
+        def chosen(text: BookText, room: Room | None, kept: Kept | None, embedding_index: EmbeddingIndex | None = None,
                    question_vector: list[float] | None = None) -> None:
             if not text.skipped_told and (note := text.book.skipped_note()):
                 text.skipped_told = True
@@ -370,8 +371,8 @@ class ConversationPanel(QWidget):
             try:
                 q = book_question(question, scope, text.book, text.index, position, selection,
                                   embedding_index=embedding_index, question_vector=question_vector, room=room,
-                                  summaries=summaries[0] if summaries else None,
-                                  kept=self.kept_for_lookups(provider, text, position, grounding.key))
+                                  summaries=summaries[0] if summaries else None, kept=kept,
+                                  embed=embedder(provider, embedding_index))
             except NoPlace:
                 self.say_no_place()
                 return self.give_back(typed)
@@ -379,20 +380,26 @@ class ConversationPanel(QWidget):
         source.load(loaded)
         return True
 
-    def kept_for_lookups(self, provider: 'AIProviderPlugin', text: BookText, position: float | None,
-                         book_key: str) -> Kept | None:
-        """The summaries and X-Ray kept for the book and the model that answers, for its lookups (read
-        from their files only when the model may look things up)."""
+    def lookup_sources(self, provider: 'AIProviderPlugin', text: BookText, position: float | None,
+                       book_key: str) -> Callable[[], Kept | None]:
+        """What reads the summaries and X-Ray kept for the book and the model that answers, for its
+        lookups: made here, on the GUI thread, and called in learn_room's thread (it reads files),
+        reading them only when the model may look things up."""
         model = self.conv.model or provider.config.option('model') or ''
+        language = self.conv.language
         if not plugin_prefs()['lookups'] or not model or position is None:
-            return None
-        try:
-            if not provider.takes_tools(model):
+            return lambda: None
+        place = position  # not None, in the closure too
+        key = BookKey(text.library_id, text.book_id, text.fmt)
+
+        def read() -> Kept | None:
+            try:
+                if not provider.takes_tools(model):
+                    return None
+            except Exception:  # as lookup_toolbox() takes it
                 return None
-        except Exception:  # as lookup_toolbox() takes it
-            return None
-        return kept_for_lookups(provider, model, text.book, position, BookKey(text.library_id, text.book_id,
-                                                                              text.fmt), book_key, self.conv.language)
+            return kept_for_lookups(provider, model, text.book, place, key, book_key, language)
+        return read
 
     def start_waiting(self, notice: str = '') -> object:
         """A question waits for work before it is sent (the book read, passages found): Send
@@ -416,24 +423,33 @@ class ConversationPanel(QWidget):
         return True
 
     def learn_room(self, provider: 'AIProviderPlugin', question: str, scope: str, token: object,
-                   then: Callable[['Room | None'], None], summaries: SoFarSummaries | None = None) -> None:
+                   then: Callable[['Room | None', Kept | None], None], summaries: SoFarSummaries | None = None,
+                   kept: Callable[[], Kept | None] = lambda: None) -> None:
         """What the model has room for in this conversation (book_text_room(), in a thread: it may
-        ask the service), then then(room); None, as unknown, when that fails. summaries: the book's
-        chapter summaries, read in the same thread when the text read is more than the room."""
+        ask the service), then then(room, what kept() read); room None, as unknown, when that
+        fails. summaries: the book's chapter summaries, read in the same thread when the text read
+        is more than the room; kept: what reads the files its lookups use (lookup_sources())."""
         self.loading_cancel = cancel = CancelToken()
         conv = self.conv
 
-        def work() -> 'Room | None':
-            room = book_text_room(provider, conv, question, cancel=cancel, scope=scope)
+        def work() -> 'tuple[Room | None, Kept | None]':
+            try:
+                found = kept()
+            except Exception:  # a file that cannot be read is none; its own reader set it aside
+                found = None
+            try:
+                room = book_text_room(provider, conv, question, cancel=cancel, scope=scope)
+            except Exception:  # unknown: the text goes as if the window had room
+                return None, found
             if summaries is not None and room is not None and room.tokens > 0:
                 summaries.load()  # a file: not on the GUI thread
-            return room
+            return room, found
 
-        def done(room: 'Room | None', exc: BaseException | None) -> None:
+        def done(result: 'tuple[Room | None, Kept | None] | None', exc: BaseException | None) -> None:
             if not self.waiting_for(token):
                 return
             self.loading_cancel = None
-            then(room if exc is None else None)
+            then(*(result if exc is None and result is not None else (None, None)))
         run_in_thread(work, done, self)
 
     def rank_by_meaning(self, provider: 'AIProviderPlugin', text: BookText, question: str, token: object,

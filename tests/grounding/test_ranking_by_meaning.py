@@ -128,3 +128,23 @@ def test_building_tells_its_progress_and_stops(monkeypatch, provider, small_set,
     with pytest.raises(Cancelled):
         EmbeddingIndex.build(provider, small_set, cancel=cancel, progress=progress)
     assert seen == [(3, 8)]
+
+
+def test_the_books_search_tool_searches_by_meaning_too(guide, provider, small_set, embedded):
+    """The model's search_book lookup ranks by meaning as the question's passages were ranked
+    (book_question(embed=embedder(...))): words the book does not have still find passages by their
+    meaning, and never one past the reader's place."""
+    import json
+    from calibre_plugins.bookai.conversation.question import book_tools, embedder
+    from calibre_plugins.bookai.core.messages import ToolCall
+    index = Index(small_set)
+    call = ToolCall('1', 'search_book', json.dumps({'query': '¿Cómo envío libros a mi lector?', 'k': 8}))
+    by_words = book_tools(guide, None, 'book', index, None).run(call, 1)
+    assert by_words.places == () and 'No passage' in by_words.text
+    found = book_tools(guide, None, 'book', index, None, None, embedded, embedder(provider, embedded)).run(call, 1)
+    assert not found.refused and len(found.places) == len(small_set)
+    place = (small_set[READERS].end - 1) / guide.length  # just before the end of the passage about readers
+    clamped = book_tools(guide, place, 'position', index, None, None, embedded,
+                         embedder(provider, embedded)).run(call, 1)
+    assert len(clamped.places) == READERS and all(p.position < place for p in clamped.places)
+    assert small_set[READERS].text not in clamped.text

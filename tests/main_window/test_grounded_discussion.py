@@ -434,3 +434,33 @@ def test_everything_read_from_summaries_the_same_from_the_window_and_the_command
     assert all(f'In {s.title} the Bennets talk [{n}].' in sent for n, s in enumerate(segments, 1))
     assert f'[{len(segments) + 1}] (' in sent  # the chapter being read, numbered after the summaries' passages
     assert bodies_with_sentinels(received) == []
+
+
+def test_the_kept_summaries_and_xray_reach_the_lookups_read_off_the_gui_thread(qapp, prefs, gui, books, tiny,
+                                                                                monkeypatch):
+    """The chapter summaries and the X-Ray kept for the book are files: the discussion window reads
+    them for the model's lookups in the thread that learns the room, never on the GUI thread, up to
+    the reader's place; an X-Ray kept puts its tool among those offered with the question."""
+    import threading
+    from calibre_plugins.bookai.grounding.book_tools import Kept, KeptXRay
+    from calibre_plugins.bookai.gui import conversation_panel
+    read = []
+
+    def kept_for_lookups(provider, model, book, position, key, xray_book, language=''):
+        read.append((threading.current_thread() is threading.main_thread(), position, key.book_id))
+        return Kept({}, KeptXRay(0, lambda name: None))
+    monkeypatch.setattr(conversation_panel, 'kept_for_lookups', kept_for_lookups)
+    with RecordingProxy(tiny.base_url) as proxy:
+        use_server(prefs, proxy.base_url)
+        book, cfi = save_reading_position(books, 1, 0.4)
+        w = window(gui, books)
+        w.panel.scope_row.box.setCurrentIndex(w.panel.scope_row.box.findData('position'))
+        turn = ask(w)
+        w.close()
+        received = list(proxy.received)
+    assert turn is not None and not turn.error
+    ((on_gui_thread, position, book_id),) = read
+    assert not on_gui_thread and book_id == 1
+    assert position == pytest.approx(book.fraction(book.offset_of_cfi(cfi)), abs=0.01)
+    chat = next(json.loads(body) for _m, path, body in received if path.endswith('/chat/completions'))
+    assert 'xray_entry' in {t['function']['name'] for t in chat['tools']}
