@@ -1,0 +1,7 @@
+# License: GPLv3 Copyright: the Book AI developers
+"""AI metadata, without Qt: a book's tags, description, languages and custom columns filled by a
+model and reviewed before anything is written.
+
+- fields: the fields AI metadata fills, how each is asked for (its JSON Schema) and its answer
+  checked, whatever the model sent.
+"""
