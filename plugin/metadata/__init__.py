@@ -3,5 +3,7 @@
 model and reviewed before anything is written.
 
 - fields: the fields AI metadata fills, how each is asked for (its JSON Schema) and its answer
-  checked, whatever the model sent.
+  checked, whatever the model sent;
+- changes: what the reader ticked written into the library, never over a value changed since the
+  job read it nor into another library, the values replaced kept first for Undo, and Undo.
 """

@@ -770,6 +770,30 @@ class LastReadFile(FileSurface):
         return seen
 
 
+class MetadataUndoFile(FileSurface):
+    """The values AI metadata replaced, kept for Undo (metadata/changes.py), read when Undo is asked
+    for: the reader's own data, so a file holding anything Book AI does not write there is set
+    aside whole and nothing of it is put back (quiet: Undo then says there is nothing to undo)."""
+
+    name = 'metadata-undo/lib.json'
+    bound = 'metadata.changes:MAX_FILE_BYTES'
+    quiet = True
+
+    def good_value(self, where: Path) -> Any:
+        changes = plugin('metadata.changes')
+        undo = changes.MetadataUndo(str(where / 'good-undo'))
+        undo.keep('lib', [{'book': 1, 'field': 'tags', 'before': ['Manual'], 'after': ['Manual', 'Ebooks']},
+                          {'book': 1, 'field': '#mood', 'before': None, 'after': 'Calm'}])
+        return json.loads(Path(undo.path('lib')).read_text(encoding='utf-8'))
+
+    def read(self, path: Path, where: Path, ctx: Context) -> Observed:
+        changes = plugin('metadata.changes')
+        sets = changes.MetadataUndo(str(path.parent)).sets('lib')
+        seen = Observed(facts={'count': sum(len(s) for s in sets)})
+        seen.shown = [str(c['before']) + str(c['after']) for s in sets for c in s]
+        return seen
+
+
 class SummariesFile(FileSurface):
     """A book's chapter summaries (conversation/summaries.py), read for a recap, said when set aside,
     then a summary kept: written anew, never over a damaged file."""
