@@ -44,11 +44,12 @@ from calibre_plugins.bookai.conversation.question import ASSUMED_WINDOW, room_in
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import ContextTooLong, ProviderError
 from calibre_plugins.bookai.core.files import private_folder, read_kept, remove_where, set_aside_if_can, write_private
-from calibre_plugins.bookai.core.messages import Cost, Done, Failed, Message, TextDelta, Usage, estimated_tokens
+from calibre_plugins.bookai.core.messages import Cost, Done, Failed, Message, Usage, estimated_tokens
 from calibre_plugins.bookai.core.printable import without_controls
 from calibre_plugins.bookai.grounding.index import Passage
 from calibre_plugins.bookai.grounding.so_far import chapters_read, passage_tokens, tokens_of
 from calibre_plugins.bookai.providers.pricing import cost_text, total_cost
+from calibre_plugins.bookai.providers.streaming import whole_answer
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.grounding.extract import Book
@@ -467,29 +468,14 @@ def ask_summary(provider: 'AIProviderPlugin', model: str, messages: list[Message
     """One summary request: (the summary as kept, the request's usage). Reading stops past
     MAX_SUMMARY_CHARS. Raises BadSummary, the service's ProviderError (ContextTooLong among
     them) or Cancelled."""
-    stream = provider.text_chat(messages, use_model=model, cancel=cancel, max_tokens=SUMMARY_TOKENS)
-    parts: list[str] = []
-    size, usage = 0, Usage()
-    try:
-        for chunk in stream:
-            if isinstance(chunk, TextDelta):
-                parts.append(chunk.text)
-                size += len(chunk.text)
-                if size > MAX_SUMMARY_CHARS:
-                    break  # not a summary: read no further
-            elif isinstance(chunk, Failed):
-                if isinstance(chunk.error, ProviderError):
-                    raise chunk.error
-                raise ProviderError(chunk.message)
-            elif isinstance(chunk, Done):
-                if chunk.finish_reason == 'cancelled':
-                    raise Cancelled()
-                usage = chunk.usage
-    finally:
-        close = getattr(stream, 'close', None)
-        if close is not None:
-            close()  # the request's connection closed at once when reading stopped early
-    return checked_summary(''.join(parts), what, sent, first, last), usage
+    read = whole_answer(provider.text_chat(messages, use_model=model, cancel=cancel, max_tokens=SUMMARY_TOKENS),
+                        MAX_SUMMARY_CHARS, model)
+    if isinstance(read.end, Failed):
+        raise read.end.error if isinstance(read.end.error, ProviderError) else ProviderError(read.end.message)
+    if isinstance(read.end, Done) and read.end.finish_reason == 'cancelled':
+        raise Cancelled()
+    usage = read.end.usage if isinstance(read.end, Done) else Usage()
+    return checked_summary(read.text, what, sent, first, last), usage
 
 
 def summarize(provider: 'AIProviderPlugin', model: str, segments: Sequence[Segment], kept: BookSummaries,

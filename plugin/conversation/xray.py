@@ -45,12 +45,13 @@ from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
 from calibre_plugins.bookai.core.errors import BadRequest, ContextTooLong, ProviderError
 from calibre_plugins.bookai.core.files import private_folder, read_regular, remove_where, set_aside_if_can, write_private
-from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN, Cost, Done, Failed, Message, Role, TextDelta, Usage
+from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN, Cost, Done, Failed, Message, Role, Usage
 from calibre_plugins.bookai.core.printable import CONTROL
 from calibre_plugins.bookai.grounding.index import Index, Passage
 from calibre_plugins.bookai.grounding.scopes import Excerpt, NoPlace, Place
 from calibre_plugins.bookai.grounding.so_far import ChapterRead, chapters_read, passage_tokens, read_until
 from calibre_plugins.bookai.providers import pricing
+from calibre_plugins.bookai.providers.streaming import whole_answer
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
@@ -882,31 +883,13 @@ class Run:
         return text, done
 
     def answer(self, messages: list[Message], schema: dict | None) -> tuple[str, Done | Failed]:
-        pieces: list[str] = []
-        size = 0
-        end: Done | Failed | None = None
-        stream = self.provider.text_chat(messages, self.model, self.cancel, self.bounds.answer_tokens, schema)
-        try:
-            for chunk in stream:
-                if isinstance(chunk, TextDelta):
-                    if size <= self.bounds.answer_chars:
-                        pieces.append(chunk.text)
-                        size += len(chunk.text)
-                    if size > self.bounds.answer_chars:
-                        break  # the rest is not read: the request ends
-                elif isinstance(chunk, (Done, Failed)):
-                    end = chunk
-        finally:
-            close = getattr(stream, 'close', None)
-            if close is not None:
-                close()  # a stream left before its end: its connection closed now
-        if end is None:  # cut at its length: as a stream ended there
-            end = Done(model=self.model, finish_reason='length')
-        if isinstance(end, Done):
-            self.usages.append(end.usage)
-            if end.finish_reason == 'cancelled':
+        read = whole_answer(self.provider.text_chat(messages, self.model, self.cancel, self.bounds.answer_tokens,
+                                                    schema), self.bounds.answer_chars, self.model)
+        if isinstance(read.end, Done):
+            self.usages.append(read.end.usage)
+            if read.end.finish_reason == 'cancelled':
                 raise Cancelled()
-        return ''.join(pieces), end
+        return read.text, read.end
 
 
 def build_xray(book: 'Book', position: float | None, provider: 'AIProviderPlugin', key: XRayKey,

@@ -224,3 +224,39 @@ def redacted_chunk(chunk: Chunk, secrets: Secrets) -> Chunk:
                      if secrets.redact(json.dumps(d, ensure_ascii=False)) == json.dumps(d, ensure_ascii=False))
         return replace(cast(Done, secrets.redacted(replace(chunk, reasoning_details=()))), reasoning_details=kept)
     return chunk
+
+
+@dataclass(frozen=True)
+class WholeAnswer:
+    """An answer read whole, for a caller that needs all of it before using any (a summary, an
+    X-Ray's JSON, AI metadata): its text, up to the chars asked for and the piece that crossed
+    them; how the stream ended (a Done, or the Failed it ended with); and whether reading stopped
+    at the bound (the rest not read)."""
+    text: str
+    end: Done | Failed
+    cut: bool = False
+
+
+def whole_answer(stream: Iterable[Chunk], most_chars: int, model: str = '') -> WholeAnswer:
+    """The text of stream (a provider's text_chat()), read to its end or until it is longer than
+    most_chars, where reading stops; the stream is closed either way, so that a request left early
+    ends at once. A stream that ended without a Done (cut at the bound) ends as Done(finish_reason
+    'length') of model."""
+    pieces: list[str] = []
+    size, cut = 0, False
+    end: Done | Failed | None = None
+    try:
+        for chunk in stream:
+            if isinstance(chunk, TextDelta):
+                pieces.append(chunk.text)
+                size += len(chunk.text)
+                if size > most_chars:
+                    cut = True
+                    break  # the rest is not read: the request ends
+            elif isinstance(chunk, (Done, Failed)):
+                end = chunk
+    finally:
+        close = getattr(stream, 'close', None)
+        if close is not None:
+            close()  # a stream left before its end: its connection closed now
+    return WholeAnswer(''.join(pieces), end or Done(model=model, finish_reason='length'), cut)
