@@ -5,6 +5,7 @@ random tiny model.
 
     python3 dev/screenshots.py                remake them into docs/screenshots/
     python3 dev/screenshots.py --novel-only   only the novel's (Story so far, X-Ray), the rest made before
+    python3 dev/screenshots.py --lookups-only only the lookups' picture, the rest made before
 
 It runs `dev/demo.py --gui` in a sandbox of its own (build/screenshots/): calibre's main
 window, the discussion window's Summarize and its answer from passages of the book, a passage
@@ -44,7 +45,8 @@ SECTIONS = '3'  # the title page, then Chapters 1 and 2 read: a few minutes of t
 XRAY_NAME = 'Mr. Bennet'  # the entry the X-Ray's screenshot shows
 NOVEL_SHOTS = ('viewer-recap.png', 'viewer-xray.png', 'discussion-recap.png', 'discussion-xray.png',
                'discussion-lookups.png')
-LOOKUP_QUESTION = 'Search the book for Netherfield: who has taken it, and what do the Bennets hope?'  # the lookups' shot
+# the question of the lookups' picture
+LOOKUP_QUESTION = 'Search the book for Netherfield: who has taken it, and what do the Bennets hope?'
 
 
 def say(*args):
@@ -52,7 +54,8 @@ def say(*args):
 
 
 def main():
-    novel_only = '--novel-only' in sys.argv[1:] and (OUT / 'library').exists()  # the demo's part made before
+    lookups_only = '--lookups-only' in sys.argv[1:] and (OUT / 'library').exists()
+    novel_only = lookups_only or '--novel-only' in sys.argv[1:] and (OUT / 'library').exists()  # the demo's made before
     if not novel_only:
         if OUT.exists():
             shutil.rmtree(OUT)
@@ -74,9 +77,12 @@ def main():
         demo.set_lookups(True)
         if not novel_only:
             explain(sandbox)
-        novel(sandbox)
+        if lookups_only:
+            lookups(sandbox)
+        else:
+            novel(sandbox)
     for made, name in COPIED.items():
-        if novel_only and made not in NOVEL_SHOTS:
+        if novel_only and made not in NOVEL_SHOTS or lookups_only and made != 'discussion-lookups.png':
             continue
         shutil.copyfile(OUT / made, DOCS / name)
         say(f'{DOCS / name}')
@@ -122,6 +128,24 @@ def novel(sandbox):
     if not got.get('r_answer') or got.get('x_shown') != XRAY_NAME:
         raise SystemExit('[screenshots] the discussion window made no recap or X-Ray: see ' + str(report))
     say('Story so far, in the library:', got['r_answer'][:600])
+    if not got.get('l_lookups'):
+        raise SystemExit('[screenshots] the model looked nothing up: see ' + str(report))
+    say('Looked up:', got['l_lookups'], 'and answered:', got['l_answer'][:600])
+
+
+def lookups(sandbox):
+    """Only the lookups' picture: the novel added and opened in the viewer a few chapters in (its place
+    saved), then its discussion window in the library, LOOKUP_QUESTION asked in a new chat."""
+    book = add_novel(sandbox)
+    viewer_probe(book, sandbox, 'novel-place')
+    report = OUT / 'discussion-lookups.json'
+    subprocess.run(['calibre-debug', '-e', str(PROJECT / 'tests' / 'hosts' / 'probes' / 'main_window.py'),
+                    str(OUT / 'library')],
+                   env=dict(sandbox, BOOKAI_PROBE_OUT=str(report), BOOKAI_PROBE_RECAP='Pride and Prejudice',
+                            BOOKAI_PROBE_LOOKUP=LOOKUP_QUESTION, BOOKAI_PROBE_LOOKUP_ONLY='1',
+                            BOOKAI_PROBE_SHOTS=str(OUT), BOOKAI_PROBE_TIMEOUT='1500'),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    got = json.loads(report.read_text()) if report.exists() else {}
     if not got.get('l_lookups'):
         raise SystemExit('[screenshots] the model looked nothing up: see ' + str(report))
     say('Looked up:', got['l_lookups'], 'and answered:', got['l_answer'][:600])
