@@ -449,6 +449,45 @@ class XRayAnswer(CallSurface):
                         facts={'numbers': [n for m in reading.mentions for n in m.passages]})
 
 
+class MetadataAnswer(CallSurface):
+    """A model's answer for AI metadata, read as a run reads it (metadata.asking.parsed_answer): each
+    field's value checked (metadata.fields.checked), what is not of its field refused in words."""
+
+    GOOD = {'tags': ['Science Fiction', 'Lighthouses'], 'description': 'A keeper and his light.',
+            'languages': ['English'], 'custom_mood': 'Hopeful', 'custom_level': 7}
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        good = self.GOOD
+        if attack == 'oversized':
+            text = P.dumps(dict(good, description='x' * 64 * MB)).decode()
+            return [Payload('an answer of 64 MB', text, len(text))]
+        if attack == 'deep_json':
+            return [Payload('JSON nested 100,000 levels', P.deep_in(good).decode())]
+        if attack == 'many_values':
+            text = P.tiny_values(16 * MB, head=b'{"tags": [').decode()
+            return [Payload('millions of empty objects', text, len(text))]
+        if attack == 'wrong_types':
+            return [Payload(label, P.dumps(v).decode()) for label, v in P.wrong_types(good)]
+        if attack == 'control_chars':
+            return [Payload('escapes in every text', P.dumps(P.strings_replaced(good, P.with_escapes)).decode())]
+        if attack == 'numbers':
+            return [Payload(name, P.dumps(P.numbers_replaced(good, n)).decode()) for name, n in P.BAD_NUMBERS.items()]
+        raise ValueError(attack)
+
+    def call(self, text: str, where: Path, ctx: Context) -> Observed:
+        asking, fields = plugin('metadata.asking'), plugin('metadata.fields')
+        asked = [fields.standard_field('tags'), fields.standard_field('comments'), fields.standard_field('languages'),
+                 fields.custom_field('#mood', {'datatype': 'enumeration', 'name': 'Mood',
+                                               'display': {'enum_values': ['Dark', 'Hopeful']}}),
+                 fields.custom_field('#level', {'datatype': 'int', 'name': 'Level'})]
+        found, problem = asking.parsed_answer(text, asked, {'tags': ['Science Fiction']})
+        values = [c.value for c in found.values() if c.value is not None]
+        shown = [v for value in values for v in (value if isinstance(value, tuple) else (value,)) if isinstance(v, str)]
+        notes = [n for c in found.values() for n in c.notes]
+        return Observed(sentence=problem or ' '.join(notes), shown=shown + notes,
+                        facts={'numbers': [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]})
+
+
 class LibraryToolCall(CallSurface):
     """A model's call of one of the library's tools (Ask my library with lookups): its name and its
     arguments as the JSON text the model wrote, run as the lookups' loop runs it (grounding.

@@ -506,6 +506,15 @@ def call_entries() -> list[Entry]:
               ('conversation.xray:parse_answer', 'conversation.xray:mention_of', 'conversation.xray:objects_in',
                'core.limits:load_json', 'conversation.xray:Run.answer'),
               C.XRayAnswer(('oversized', 'deep_json', 'many_values', 'wrong_types', 'control_chars', 'numbers'))),
+        Entry('call/metadata_answer', "a model's answer for AI metadata: a book's tags, description, languages and "
+              'custom columns, as JSON', 'metadata.asking:parsed_answer', 'call',
+              ('metadata.asking:MAX_ANSWER_CHARS', *JSON, 'metadata.fields:MAX_TAGS', 'metadata.fields:MAX_TAGS_READ',
+               'metadata.fields:MAX_TAG_CHARS', 'metadata.fields:MAX_DESCRIPTION_CHARS',
+               'metadata.fields:MAX_TEXT_CHARS', 'metadata.fields:MAX_LANGUAGES'),
+              ('oversized', 'deep_json', 'many_values', 'wrong_types', 'control_chars', 'numbers'),
+              ('metadata.asking:parsed_answer', 'metadata.fields:checked', 'core.limits:load_json',
+               'metadata.asking:ask_book', 'providers.streaming:whole_answer'),
+              C.MetadataAnswer(('oversized', 'deep_json', 'many_values', 'wrong_types', 'control_chars', 'numbers'))),
         Entry('call/summary_answer', "a model's answer to a chapter's summary request, streamed, checked before "
               'it is kept', 'conversation.summaries:ask_summary', 'call', ('conversation.summaries:MAX_SUMMARY_CHARS',),
               ('oversized', 'endless', 'control_chars'),
