@@ -608,8 +608,11 @@ def with_lookup(c: Citation, sent: int, looked_up: Sequence[Place]) -> Citation:
 
 
 def looked_up_line(lookup: Lookup) -> str:
-    """A lookup the model made, in one line for standard error."""
-    return _('looked up: {summary}').format(summary=one_line(lookup.summary))
+    """A lookup the model made, in one line for standard error, with its passages' numbers as the
+    windows show them (gui/lookups.py)."""
+    shown, more = lookup.shown_numbers()
+    numbers = [f'[{n}]' for n in shown] + (['…'] if more else [])
+    return _('looked up: {summary}').format(summary=one_line(lookup.summary)) + ''.join(' ' + n for n in numbers)
 
 
 def lookup_event(lookup: Lookup) -> dict:

@@ -53,6 +53,9 @@ class Toolbox(Protocol):
         ...
 
 
+MOST_NUMBERS_SHOWN = 20  # passage numbers on one lookup's line
+
+
 @dataclass(frozen=True)
 class Lookup:
     """One lookup the model made while answering, as the reader sees it and the History keeps it."""
@@ -63,6 +66,12 @@ class Lookup:
     places: tuple[Place, ...] = ()   # its passages, numbered from first
     refused: bool = False
     text: str = ''                   # what was sent back to the model, for the follow-up questions
+
+    def shown_numbers(self) -> tuple[list[int], bool]:
+        """Its passages' numbers as its line shows them (the windows', the command line's): at most
+        MOST_NUMBERS_SHOWN, and whether there were more."""
+        numbers = [self.first + k for k in range(min(len(self.places), MOST_NUMBERS_SHOWN)) if self.first + k > 0]
+        return numbers, len(self.places) > MOST_NUMBERS_SHOWN
 
     def as_list(self) -> list:
         return [self.tool, self.arguments, self.summary, self.first,

@@ -208,11 +208,9 @@ class BookTools:
         text, places = self.numbered_result([(p.start, p.end, p.text) for p in fresh], first_number)
         if already:
             text += '\nPassages you already have match too: ' + ', '.join(f'[{n}]' for n in sorted(already))
-        last = first_number + len(fresh) - 1
-        numbers = f'[{first_number}]' if last == first_number else f'[{first_number}]-[{last}]'
-        return ToolResult(text, ngettext('searched "{query}": {n} passage {numbers}',
-                                         'searched "{query}": {n} passages {numbers}', len(fresh)).format(
-            query=shown, n=len(fresh), numbers=numbers), places)
+        # the passages' numbers are not in the words: every way of showing a lookup adds them (as links)
+        return ToolResult(text, ngettext('searched "{query}": {n} passage', 'searched "{query}": {n} passages',
+                                         len(fresh)).format(query=shown, n=len(fresh)), places)
 
     def read_around(self, arguments: dict, first_number: int) -> ToolResult:
         before = int_argument(arguments, 'words_before', DEFAULT_AROUND_WORDS, 0, MOST_AROUND_WORDS)
@@ -274,7 +272,7 @@ class BookTools:
         if len(words) > most:
             body = ' '.join(words[:most])
         text, places = self.numbered_result([(begin, stop, body)], first_number)
-        return ToolResult(text, _('read around {what} [{n}]').format(what=what, n=first_number), places)
+        return ToolResult(text, _('read around {what}').format(what=what), places)
 
     def contents(self) -> ToolResult:
         ends = chapter_ends(self.book)

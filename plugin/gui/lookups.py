@@ -32,7 +32,6 @@ load_translations()
 MUTED_COLOR = '#7f8c8d'  # of what is said about an answer, rather than the answer (gui/chat.py too)
 MOST_SUMMARY_CHARS = 300  # of a lookup's line, before "…"
 MOST_LOOKUPS_SHOWN = 64  # lines under one answer (conversation.MOST_LOOKUPS_KEPT are kept)
-MOST_NUMBERS_SHOWN = 20  # passage links on one lookup's line
 
 
 def bounded(text: str, most: int = MOST_SUMMARY_CHARS) -> str:
@@ -58,12 +57,10 @@ def lookup_line(lookup: Lookup) -> str:
 def lookup_html(index: int, lookup: Lookup) -> str:
     """One lookup's line, its passages' numbers links to them (turn index's citations)."""
     line = escape(lookup_line(lookup))  # no tooltip of the arguments: Qt may show a tooltip as HTML
-    numbers = []
-    for k, place in enumerate(lookup.places[:MOST_NUMBERS_SHOWN]):
-        n = lookup.first + k
-        if n > 0:
-            numbers.append('[' + link(f'cite/{index}/{n}', str(n), place_title(n, place)) + ']')
-    if len(lookup.places) > MOST_NUMBERS_SHOWN:
+    shown, more = lookup.shown_numbers()
+    numbers = ['[' + link(f'cite/{index}/{n}', str(n), place_title(n, lookup.places[n - lookup.first])) + ']'
+               for n in shown]
+    if more:
         numbers.append('…')
     return line + (' ' + ' '.join(numbers) if numbers else '')
 

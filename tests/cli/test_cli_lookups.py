@@ -51,7 +51,8 @@ def test_the_command_line_prints_each_lookup_before_the_answer(novel, lookups_on
             assert lookup['tool'] == 'search_book' and lookup['first'] == n
             assert [p['number'] for p in lookup['passages']] == [n, n + 1, n + 2]
         else:
-            assert f'looked up: searched "Collins": 3 passages [{n}]-[{n + 2}]' in err
+            # the passages' numbers, as the windows show them
+            assert f'looked up: searched "Collins": 3 passages [{n}] [{n + 1}] [{n + 2}]' in err
             assert out.getvalue().strip() == 'A cousin.'
 
 

@@ -56,7 +56,8 @@ def test_a_lookup_then_the_answer(novel):
     out = loop(provider, tools, first_number=2)
     (lookup,) = lookups_of(out)
     assert lookup.tool == 'search_book' and lookup.first == 2 and len(lookup.places) == 3
-    assert lookup.summary == 'searched "Mr. Collins clergyman": 3 passages [2]-[4]'
+    assert lookup.summary == 'searched "Mr. Collins clergyman": 3 passages'
+    assert lookup.shown_numbers() == ([2, 3, 4], False)  # the numbers every way of showing it adds
     assert answer_text(out).strip() == 'He is a clergyman [3].'
     assert isinstance(out[-1], Done) and out[-1].usage == Usage(20, 10)  # both requests added up
     assert not out[-1].tool_calls

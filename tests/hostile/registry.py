@@ -440,7 +440,8 @@ def call_entries() -> list[Entry]:
               C.ToolCalls(('control_chars', 'oversized', 'deep_json', 'wrong_types'))),
         Entry('call/lookups_shown', "what a lookup the model made says (its tool's summary, the model's arguments), "
               'shown under the answer', 'gui.lookups:lookups_html', 'call',
-              ('gui.lookups:MOST_SUMMARY_CHARS', 'gui.lookups:MOST_LOOKUPS_SHOWN', 'gui.lookups:MOST_NUMBERS_SHOWN'),
+              ('gui.lookups:MOST_SUMMARY_CHARS', 'gui.lookups:MOST_LOOKUPS_SHOWN',
+               'conversation.lookups:MOST_NUMBERS_SHOWN'),
               ('control_chars', 'oversized', 'wrong_types'),
               ('gui.lookups:lookups_html', 'gui.lookups:lookup_line', 'gui.lookups:bounded'),
               C.LookupsShown(('control_chars', 'oversized', 'wrong_types'))),
