@@ -138,6 +138,10 @@ def lookups(sandbox):
     saved), then its discussion window in the library, LOOKUP_QUESTION asked in a new chat."""
     book = add_novel(sandbox)
     viewer_probe(book, sandbox, 'novel-place')
+    # fewer passages with the question (400 tokens, not 1,500), so that a search finds some it lacks
+    path = OUT / 'config' / 'plugins' / 'bookai.json'
+    settings = json.loads(path.read_text(encoding='utf-8'))
+    path.write_text(json.dumps(dict(settings, book_text_budget=400), indent=2, sort_keys=True), encoding='utf-8')
     report = OUT / 'discussion-lookups.json'
     subprocess.run(['calibre-debug', '-e', str(PROJECT / 'tests' / 'hosts' / 'probes' / 'main_window.py'),
                     str(OUT / 'library')],
@@ -145,6 +149,7 @@ def lookups(sandbox):
                             BOOKAI_PROBE_LOOKUP=LOOKUP_QUESTION, BOOKAI_PROBE_LOOKUP_ONLY='1',
                             BOOKAI_PROBE_SHOTS=str(OUT), BOOKAI_PROBE_TIMEOUT='1500'),
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    path.write_text(json.dumps(settings, indent=2, sort_keys=True), encoding='utf-8')
     got = json.loads(report.read_text()) if report.exists() else {}
     if not got.get('l_lookups'):
         raise SystemExit('[screenshots] the model looked nothing up: see ' + str(report))
