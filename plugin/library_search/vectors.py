@@ -4,16 +4,21 @@
 calibre carries no numpy, so the search is what Python's own types do fast. Each book's vector is
 scaled to length 1 and kept twice, small:
 
-- as signed bytes (int8) with one scale per book, for the exact score: a dot product with the
-  question's vector, in floats. 384 dimensions take 384 bytes a book, a quarter of 32-bit floats,
-  and rank as the floats do (bench/library_search.py measures it);
+- as signed 16-bit integers with one scale per book, for the exact score: a dot product with the
+  question's vector, in floats. 384 dimensions take 768 bytes a book, half of 32-bit floats, and
+  rank as the floats do: an exact scan of them finds the floats' top 10 (bench/library_search.py;
+  signed bytes, a quarter of floats, lost about 1 in 75 of the floats' top 10, as ties among the
+  nearest books came out in another order);
 - as its signature: the sign of each dimension, one bit, all of them one Python int. Two vectors
   that point the same way share most signs, so the number of signs two books differ in (the
   Hamming distance, `(a ^ b).bit_count()`, one C call) is a rough distance between them.
 
 A search reads every book's signature (about 10 ms for 50,000 books), keeps the CANDIDATES
-nearest, scores those exactly, and returns the k best as (book id, score), best first, the score
-the cosine of the question and the book. A search can be restricted to some books (calibre's
+nearest, scores those exactly (about 15 ms a thousand, of 384 dimensions), and returns the k best
+as (book id, score), best first, the score the cosine of the question and the book. A question
+near its book finds the exact top 10 from a few hundred candidates; one as far from its book as
+the books of its topic are from each other needs more: 2,000 of 50,000 books find 19 of 20 of
+them (bench/library_search.py). A search can be restricted to some books (calibre's
 current search or virtual library); when they are fewer than CANDIDATES, all of them are scored
 exactly.
 
@@ -26,7 +31,7 @@ numbers in all.
 
 The file (one per library, in Book AI's cache): MAGIC, one line of JSON (its kind, version,
 model, dimension, count and the SHA-256 of what follows), then the packed arrays: the book ids,
-their modified times, their text digests, their scales and their bytes, little-endian. The
+their modified times, their text digests, their scales and their values, little-endian. The
 signatures are made again when it is read. It is read as every file from outside is (a regular
 file only, at most MAX_FILE_BYTES, the JSON bounded) and checked whole: its sizes, its digest, its
 ids and numbers; one that is not of this kind and version, is damaged or cut short is set aside
@@ -55,23 +60,26 @@ load_translations()
 
 MAX_BOOKS = 200_000          # books in one index, at most
 MAX_DIMENSION = 4096         # a vector's dimensions, at most (the largest embedding models make 4,096)
-MAX_VALUES = 128 * 1024 * 1024  # books times dimensions, at most: 128 MB of bytes (50,000 books of 2,560)
+MAX_VALUES = 96 * 1024 * 1024   # books times dimensions, at most: 192 MB (200,000 books of 480, 50,000 of 1,920)
+VALUE_BYTES = 2              # a value kept: a signed 16-bit integer
 MAX_BOOK_ID = 2 ** 62        # calibre's ids are SQLite integers; no library has more
 MAX_MODIFIED = 1e11          # a modified time (seconds since 1970) past the year 5000 is no time
 MAX_MODEL_CHARS = 600        # the model's name as kept (provider/model id)
 MAX_HEADER_BYTES = 4096
 DIGEST_BYTES = 16            # a book's text digest as kept (entries.text_digest: 32 hex digits)
 PER_BOOK_BYTES = 8 + 8 + DIGEST_BYTES + 4  # a book's id, modified time, digest and scale in the file
-MAX_FILE_BYTES = MAX_HEADER_BYTES + MAX_BOOKS * PER_BOOK_BYTES + MAX_VALUES
-CANDIDATES = 400             # books scored exactly in a search, the nearest by their signatures
+MAX_FILE_BYTES = MAX_HEADER_BYTES + MAX_BOOKS * PER_BOOK_BYTES + MAX_VALUES * VALUE_BYTES
+CANDIDATES = 2000            # books scored exactly in a search, the nearest by their signatures
 MAX_K = 1000                 # results one search gives, at most
 CACHE_VERSION = 1            # raise when what a vectors file holds changes meaning
 KIND = 'bookai-library-vectors'
 MAGIC = b'BOOKAI-VECTORS\n'
 SUFFIX = '.vectors'
-LEVELS = 127                 # a scaled value's largest byte
-# a book's bytes as text of '0' and '1', its signs (> 0 is 1): int(text, 2) is its signature
-SIGN_BITS = bytes(ord('1') if 0 < b < 128 else ord('0') for b in range(256))
+LEVELS = 32767               # a scaled value's largest integer
+# the high byte of each of a book's values as text of '0' and '1', its signs (>= 0 is 1): int(text, 2)
+# is its signature
+SIGN_BITS = bytes(ord('1') if b < 128 else ord('0') for b in range(256))
+HIGH_BYTE = 1 if sys.byteorder == 'little' else 0
 
 
 class BadVector(ValueError):
@@ -130,19 +138,20 @@ def unit_vector(vector: Iterable[float], dim: int) -> list[float]:
 
 
 def quantised(unit: list[float]) -> tuple[array, float]:
-    """A unit vector as signed bytes and the scale that turns them back into floats."""
+    """A unit vector as signed 16-bit integers and the scale that turns them back into floats."""
     top = max(abs(x) for x in unit)
     scale = top / LEVELS
-    return array('b', [round(x / scale) for x in unit]), scale
+    return array('h', [round(x / scale) for x in unit]), scale
 
 
 def signature(codes: array) -> int:
-    """The signs of a book's bytes as one int: bit set where the value is above zero."""
-    return int(codes.tobytes().translate(SIGN_BITS), 2)
+    """The signs of a book's values as one int, the first the highest bit: set where the value is
+    zero or above (read from each value's high byte, in C)."""
+    return int(codes.tobytes()[HIGH_BYTE::2].translate(SIGN_BITS), 2)
 
 
 def query_signature(unit: list[float]) -> int:
-    return int(''.join('1' if x > 0 else '0' for x in unit), 2)
+    return int(''.join('1' if x >= 0 else '0' for x in unit), 2)
 
 
 class BookVectors:
@@ -161,7 +170,7 @@ class BookVectors:
         self.modified = array('d')
         self.digests = bytearray()  # DIGEST_BYTES a book; zeros for none
         self.scales = array('f')
-        self.codes = array('b')
+        self.codes = array('h')
         self.signatures: list[int] = []
         self.slot: dict[int, int] = {}
 
@@ -337,9 +346,9 @@ class BookVectors:
         if type(count) is not int or not 0 <= count <= min(MAX_BOOKS, MAX_VALUES // dim):
             raise ValueError('its count is not one the index takes')
         body = memoryview(data)[end + 1:]
-        if len(body) != count * (PER_BOOK_BYTES + dim):
+        if len(body) != count * (PER_BOOK_BYTES + VALUE_BYTES * dim):
             raise ValueError(f'{len(body)} bytes where {count} books of {dim} dimensions take '
-                             f'{count * (PER_BOOK_BYTES + dim)}')
+                             f'{count * (PER_BOOK_BYTES + VALUE_BYTES * dim)}')
         if type(digest) is not str or hashlib.sha256(body).hexdigest() != digest:
             raise ValueError('its bytes are not those it was written with')
         index = cls(dim, model)
@@ -356,7 +365,7 @@ class BookVectors:
         ids, modified = take('q', count), take('d', count)
         digests = bytearray(body[at:at + count * DIGEST_BYTES])
         at += count * DIGEST_BYTES
-        scales, codes = take('f', count), take('b', count * dim)
+        scales, codes = take('f', count), take('h', count * dim)
         if len(set(ids)) != count or not all(0 < i < MAX_BOOK_ID for i in ids):
             raise ValueError('its book ids are not those of books, each once')
         if not all(math.isfinite(m) and 0 <= m < MAX_MODIFIED for m in modified):
