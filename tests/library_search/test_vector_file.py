@@ -168,6 +168,18 @@ def test_a_damaged_file_not_read_first_is_still_never_written_over(files):
     assert sorted(os.listdir(files.folder)) == ['lib.vectors', 'lib.vectors.damaged']
 
 
+def test_a_file_read_whole_then_damaged_is_set_aside_when_written(files):
+    path = written(files)
+    assert files.read('lib') is not None
+    with open(path, 'r+b') as f:  # the same size, in place
+        f.seek(-3, os.SEEK_END)
+        f.write(b'xyz')
+    os.utime(path, ns=(1, 1))
+    damaged = open(path, 'rb').read()
+    files.write('lib', good_index(8))
+    assert open(path + '.damaged', 'rb').read() == damaged and files.read('lib', dim=8) is not None
+
+
 def test_one_set_aside_before_is_never_written_over(files):
     path = files.file_of('lib')
     os.makedirs(files.folder)
