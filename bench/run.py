@@ -38,7 +38,7 @@ stage="$(mktemp -d)"
 python3 build.py stage --out "$stage" >/dev/null
 calibre-customize -b "$stage" >/dev/null
 bench="$1"; shift
-exec calibre-debug -e "bench/$bench.py" "$@"
+exec calibre-debug -e "bench/$bench.py" -- "$@"
 '''
 
 
