@@ -15,6 +15,7 @@
     sudo python3 bench/run.py recap_incremental
     sudo python3 bench/run.py lookups_overhead
     sudo python3 bench/run.py lookups_coverage
+    sudo python3 bench/run.py library_search
 
 Benchmarks that need calibre's runtime (the providers) run under calibre-debug
 there, in the host's own network namespace with only loopback, starting the
@@ -37,7 +38,7 @@ stage="$(mktemp -d)"
 python3 build.py stage --out "$stage" >/dev/null
 calibre-customize -b "$stage" >/dev/null
 bench="$1"; shift
-exec calibre-debug -e "bench/$bench.py" "$@"
+exec calibre-debug -e "bench/$bench.py" -- "$@"
 '''
 
 
@@ -45,7 +46,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('bench', choices=['first_token', 'stream_memory', 'chat_render', 'viewer_start', 'grounding',
                                       'line_split', 'covers', 'structure', 'coverage', 'caching', 'xray_memory',
-                                      'recap_incremental', 'lookups_overhead', 'lookups_coverage'])
+                                      'recap_incremental', 'lookups_overhead', 'lookups_coverage',
+                                      'library_search'])
     ap.add_argument('args', nargs='*', help='passed on to the benchmark')
     ap.add_argument('--host', default='bookworm', choices=list(hosts.HOSTS))
     a = ap.parse_args()

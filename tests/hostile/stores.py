@@ -427,6 +427,73 @@ class TextCacheFile(FileSurface):
         return Observed(facts={'cached': got is not None})
 
 
+class LibraryVectorsFile(FileSurface):
+    """A library's books' vectors for search by meaning (library_search/vectors.py), read for a
+    search, then written anew by an update: a cache of Book AI's, so a damaged file is set aside
+    without a word (the index is made again) and never written over."""
+
+    name = 'library-vectors/lib.vectors'
+    bound = 'library_search.vectors:MAX_FILE_BYTES'
+    json = False
+    quiet = True
+    cache = True
+    variants_of = {'code': ('pickle',)}
+
+    @staticmethod
+    def good_index() -> Any:
+        vectors = plugin('library_search.vectors')
+        index = vectors.BookVectors(4, 'openai_compatible/tiny-embed')
+        for book_id, v in ((1, [1.0, 0.0, 0.0, 0.5]), (2, [0.0, 1.0, 0.2, 0.0]), (3, [-1.0, 0.3, 0.0, 0.0])):
+            index.put(book_id, v, vectors.Stamp(1_700_000_000.0 + book_id, f'{book_id:032x}'))
+        return index
+
+    def good_bytes(self, where: Path) -> bytes:
+        return self.good_index().to_bytes()
+
+    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
+        if attack == 'numbers':  # bad numbers inside a file whose digest is right: only its checks stop them
+            out = []
+            for name, n in P.BAD_NUMBERS.items():
+                for where in ('scales', 'modified', 'ids', 'header'):
+                    index = self.good_index()
+                    if where == 'header':
+                        data = index.to_bytes()
+                        head, _nl, body = data[len(b'BOOKAI-VECTORS\n'):].partition(b'\n')
+                        header = json.loads(head)
+                        header['count'] = n
+                        data = b'BOOKAI-VECTORS\n' + P.dumps(header) + b'\n' + body
+                    else:
+                        try:
+                            getattr(index, where)[0] = n
+                        except (OverflowError, TypeError):  # an array that cannot hold it: the raw bytes
+                            continue
+                        data = index.to_bytes()
+                    out.append(Payload(f'{name} in its {where}', ('bytes', data)))
+            return out
+        return super().variants(attack, variant, ctx)
+
+    def code_bytes(self, variant: str, where: Path) -> bytes:
+        import hashlib
+        body = P.code_pickle(where / SENTINEL)
+        header = {'kind': 'bookai-library-vectors', 'version': 1, 'model': 'm', 'dimension': 4, 'count': 1,
+                  'sha256': hashlib.sha256(body).hexdigest()}
+        return b'BOOKAI-VECTORS\n' + json.dumps(header).encode() + b'\n' + body
+
+    def read(self, path: Path, where: Path, ctx: Context) -> Observed:
+        vectors = plugin('library_search.vectors')
+        files = vectors.VectorFiles(str(where / 'library-vectors'))
+        index = files.read('lib')
+        seen = Observed(facts={'count': len(index) if index is not None else None})
+        if index is not None:
+            seen.facts['numbers'] = [*index.scales, *index.modified, *index.ids,
+                                     *(score for _b, score in index.search([1.0, 0.0, 0.0, 0.0], 3))]
+        else:
+            index = vectors.BookVectors(4, 'openai_compatible/tiny-embed')
+        index.put(9, [0.0, 0.0, 1.0, 0.0])
+        files.write('lib', index)  # an update: never over a damaged file
+        return seen
+
+
 class XRayCacheFile(FileSurface):
     """A book's X-Ray kept (conversation/xray.py), read for its book, provider and model; then made
     again where it could not be read (never over the file set aside)."""
