@@ -113,12 +113,12 @@ QT_MODULES = ('qt.', 'PyQt')  # a Qt class named in a test's code: it runs Qt
 # what never reaches calibre's AI runs there exactly as on forky. These run on forky only, and are
 # left out on noai (deselected: counted as such, never as passed): the providers' wire formats,
 # the bottom layer, the book's text and passages (grounding), the conversation layer, the library
-# searched by meaning (library_search), and the hostile battery (its entries are Book AI's own
+# searched by meaning (library_search), AI metadata (metadata), and the hostile battery (its entries are Book AI's own
 # functions, files and servers' bytes). noai runs what puts the plugin into calibre without its
 # AI: the hosts' real windows, the main window, the viewer, the command line, the settings, and
 # the carry-over from calibre's AI settings.
 SAME_AS_ON_FORKY = ('tests/core/', 'tests/providers/', 'tests/grounding/', 'tests/conversation/',
-                    'tests/library_search/', 'tests/hostile/test_battery.py')
+                    'tests/library_search/', 'tests/metadata/', 'tests/hostile/test_battery.py')
 # ... but for the tests that compare Book AI with calibre's own AI, which noai has not
 REACHES_CALIBRES_AI = ('tests/providers/test_openrouter.py',)
 
