@@ -22,7 +22,7 @@ have a cosine of about 0.4, as real sentence embeddings do), and with --query-no
 as far from its book as the books of its topic are from each other (a cosine of about 0.55): the
 hard case for signatures, where the exact top 10 is a close race among a topic's books.
 
-Run with: flock /work/test.lock sudo python3 bench/run.py library_search [-- --books N --queries N
+Run with: sudo python3 bench/run.py library_search [-- --books N --queries N
 --shared S --query-noise Q --candidates 200,500,2000]
 
 Figures of two runs (bookworm host, calibre 6.13, Python 3.11 without math.sumprod, on 2 cores
