@@ -365,33 +365,32 @@ def metadata_messages(details: str, asked: Sequence[tuple[str, str]], known_tags
     if language:
         lines.append(f'Write the texts in {language}.')
     request = 'Give a JSON object with exactly these keys:\n' + '\n'.join(lines)
-    return [Message(Role.SYSTEM, system), Message(Role.USER, f'{METADATA_OPEN}\n{block}\n{METADATA_CLOSE}\n\n{request}')]
+    user = f'{METADATA_OPEN}\n{block}\n{METADATA_CLOSE}\n\n{request}'
+    return [Message(Role.SYSTEM, system), Message(Role.USER, user)]
 
+
+
+# what a field of AI metadata is to hold, by its calibre lookup name, else by calibre's type of it
+METADATA_FIELD_WORDS = {
+    'tags': 'a list of up to 8 short tags (one to three words each) for the book\'s subjects and genre',
+    'comments': 'a description of the book in one to three short paragraphs of plain text, without HTML or Markdown',
+    'languages': 'a list of the languages the book is written in, as ISO 639 codes such as "eng" or "fra"',
+}
+METADATA_TYPE_WORDS = {'int': 'a whole number', 'float': 'a number', 'bool': 'true or false',
+                       'rating': 'a rating from 0 to 5 stars, as a whole number',
+                       'comments': 'a short text of plain paragraphs'}
 
 
 def metadata_field_request(key: str, label: str, datatype: str, multiple: bool, values: Sequence[str] = (),
                            instruction: str = '') -> str:
     """What one field of AI metadata is to hold, in the model's words (metadata/fields.py's Field)."""
-    if key == 'tags':
-        what = 'a list of up to 8 short tags (one to three words each) for the book\'s subjects and genre'
-    elif key == 'comments':
-        what = 'a description of the book in one to three short paragraphs of plain text, without HTML or Markdown'
-    elif key == 'languages':
-        what = 'a list of the languages the book is written in, as ISO 639 codes such as "eng" or "fra"'
+    if key in METADATA_FIELD_WORDS:
+        what = METADATA_FIELD_WORDS[key]
     elif datatype == 'enumeration':
         what = 'exactly one of: ' + ', '.join(json.dumps(v, ensure_ascii=False) for v in values)
-    elif datatype == 'int':
-        what = 'a whole number'
-    elif datatype == 'float':
-        what = 'a number'
-    elif datatype == 'rating':
-        what = 'a rating from 0 to 5 stars, as a whole number'
-    elif datatype == 'bool':
-        what = 'true or false'
-    elif datatype == 'comments':
-        what = 'a short text of plain paragraphs'
     else:
-        what = 'a list of short values' if multiple else 'a short value on one line'
+        what = METADATA_TYPE_WORDS.get(datatype) or ('a list of short values' if multiple else
+                                                     'a short value on one line')
     named = ' '.join(label.split())
     instruction = ' '.join(instruction.split())
     return f'{named}: {what}' + (f'. The reader asks: {defused(instruction)}' if instruction else '')

@@ -414,22 +414,26 @@ class ToolArguments(CallSurface):
         return Observed(sentence=refused[0].text if refused else '', shown=shown)
 
 
-class XRayAnswer(CallSurface):
-    """A model's answer for a chapter of the X-Ray, read as the X-Ray reads it (conversation.xray.
-    parse_answer): the entities of the shape asked for whose names the passages sent hold."""
+class JSONAnswer(CallSurface):
+    """A model's answer of JSON (structured output), attacked as such: GOOD, the answer of the shape
+    asked for, with one of its texts 64 MB (oversized()), nested, of millions of values after
+    MANY_HEAD, of wrong types, of escapes, of odd numbers."""
 
-    GOOD = {'entities': [{'name': 'Elizabeth', 'kind': 'character', 'other_names': ['Lizzy'],
-                          'description': 'The second daughter.', 'passages': [1, 2]}]}
+    GOOD: dict = {}
+    MANY_HEAD = b'{"x": ['
+
+    def oversized(self) -> dict:
+        raise NotImplementedError
 
     def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
         good = self.GOOD
         if attack == 'oversized':
-            text = P.dumps({'entities': [dict(good['entities'][0], description='x' * 64 * MB)]}).decode()
+            text = P.dumps(self.oversized()).decode()
             return [Payload('an answer of 64 MB', text, len(text))]
         if attack == 'deep_json':
             return [Payload('JSON nested 100,000 levels', P.deep_in(good).decode())]
         if attack == 'many_values':
-            text = P.tiny_values(16 * MB, head=b'{"entities": [').decode()
+            text = P.tiny_values(16 * MB, head=self.MANY_HEAD).decode()
             return [Payload('millions of empty objects', text, len(text))]
         if attack == 'wrong_types':
             return [Payload(label, P.dumps(v).decode()) for label, v in P.wrong_types(good)]
@@ -438,6 +442,18 @@ class XRayAnswer(CallSurface):
         if attack == 'numbers':
             return [Payload(name, P.dumps(P.numbers_replaced(good, n)).decode()) for name, n in P.BAD_NUMBERS.items()]
         raise ValueError(attack)
+
+
+class XRayAnswer(JSONAnswer):
+    """A model's answer for a chapter of the X-Ray, read as the X-Ray reads it (conversation.xray.
+    parse_answer): the entities of the shape asked for whose names the passages sent hold."""
+
+    GOOD = {'entities': [{'name': 'Elizabeth', 'kind': 'character', 'other_names': ['Lizzy'],
+                          'description': 'The second daughter.', 'passages': [1, 2]}]}
+    MANY_HEAD = b'{"entities": ['
+
+    def oversized(self) -> dict:
+        return {'entities': [dict(self.GOOD['entities'][0], description='x' * 64 * MB)]}
 
     def call(self, text: str, where: Path, ctx: Context) -> Observed:
         xr, index = plugin('conversation.xray'), plugin('grounding.index')
@@ -449,30 +465,16 @@ class XRayAnswer(CallSurface):
                         facts={'numbers': [n for m in reading.mentions for n in m.passages]})
 
 
-class MetadataAnswer(CallSurface):
+class MetadataAnswer(JSONAnswer):
     """A model's answer for AI metadata, read as a run reads it (metadata.asking.parsed_answer): each
     field's value checked (metadata.fields.checked), what is not of its field refused in words."""
 
     GOOD = {'tags': ['Science Fiction', 'Lighthouses'], 'description': 'A keeper and his light.',
             'languages': ['English'], 'custom_mood': 'Hopeful', 'custom_level': 7}
+    MANY_HEAD = b'{"tags": ['
 
-    def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
-        good = self.GOOD
-        if attack == 'oversized':
-            text = P.dumps(dict(good, description='x' * 64 * MB)).decode()
-            return [Payload('an answer of 64 MB', text, len(text))]
-        if attack == 'deep_json':
-            return [Payload('JSON nested 100,000 levels', P.deep_in(good).decode())]
-        if attack == 'many_values':
-            text = P.tiny_values(16 * MB, head=b'{"tags": [').decode()
-            return [Payload('millions of empty objects', text, len(text))]
-        if attack == 'wrong_types':
-            return [Payload(label, P.dumps(v).decode()) for label, v in P.wrong_types(good)]
-        if attack == 'control_chars':
-            return [Payload('escapes in every text', P.dumps(P.strings_replaced(good, P.with_escapes)).decode())]
-        if attack == 'numbers':
-            return [Payload(name, P.dumps(P.numbers_replaced(good, n)).decode()) for name, n in P.BAD_NUMBERS.items()]
-        raise ValueError(attack)
+    def oversized(self) -> dict:
+        return dict(self.GOOD, description='x' * 64 * MB)
 
     def call(self, text: str, where: Path, ctx: Context) -> Observed:
         asking, fields = plugin('metadata.asking'), plugin('metadata.fields')
