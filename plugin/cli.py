@@ -117,6 +117,7 @@ if TYPE_CHECKING:
     from calibre_plugins.bookai.covers.styles import CoverStyle
     from calibre_plugins.bookai.grounding.extract import Book
     from calibre_plugins.bookai.grounding.index import Index
+    from calibre_plugins.bookai.metadata.asking import BookAnswer
 
 load_translations()
 
@@ -229,6 +230,7 @@ def parser() -> Parser:
     add_xray(sub)
     add_recap(sub)
     add_summaries(sub)
+    add_metadata(sub)
     return p
 
 
@@ -247,6 +249,30 @@ def add_cover(sub: 'argparse._SubParsersAction') -> None:
     c.add_argument('--out', metavar='FILE', help=_('Save the new cover in FILE'))
     c.add_argument('--apply', action='store_true', help=_('Put the new cover on the book'))
     c.add_argument('--undo', action='store_true', help=_('Put back the cover Book AI last replaced on the book'))
+
+
+def add_metadata(sub: 'argparse._SubParsersAction') -> None:
+    m = sub.add_parser('metadata', help=_('Fill in books\' tags, description, languages and custom columns with the '
+                                          'model; shown first, written only with --apply, undone with --undo'),
+                       description=_('Each book\'s details (the fields you let go, as with every question) are sent '
+                                     'to the model, which is asked for the fields named. What it gives is checked '
+                                     'and shown beside what the book has; nothing is written without --apply. A '
+                                     'field changed since it was read is left as it is. The values replaced are '
+                                     'kept for --undo.'))
+    m.add_argument('books', type=int, nargs='*', metavar='BOOK_ID')
+    m.add_argument('--library', required=True, metavar='PATH', help=_('The calibre library folder'))
+    m.add_argument('--provider', metavar='NAME', help=_('Instead of the provider chosen in the settings'))
+    m.add_argument('--model', metavar='ID', help=_('Instead of the configured model'))
+    m.add_argument('--fields', default='tags,comments', metavar='NAMES',
+                   help=_('The fields to fill, by calibre\'s lookup names, separated by commas: tags, comments (a '
+                          'description, for books that have none), languages, and custom columns such as #mood '
+                          '(default: tags,comments)'))
+    m.add_argument('--instruction', action='append', default=[], metavar='FIELD=TEXT',
+                   help=_('What a field is to hold, in your words (repeatable): "#mood=the mood of the book in a '
+                          'word"'))
+    m.add_argument('--at-once', type=int, default=2, metavar='N', help=_('Requests at once (default: 2, at most 8)'))
+    m.add_argument('--apply', action='store_true', help=_('Write the values given into the library'))
+    m.add_argument('--undo', action='store_true', help=_('Put back the values the last --apply replaced'))
 
 
 def add_ask_library(sub: 'argparse._SubParsersAction') -> None:
@@ -807,6 +833,106 @@ def cmd_import_calibre(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) 
     if found.problems:
         raise Exit(NOT_READ, '\n'.join(found.problems))
     return OK
+
+
+def cmd_metadata(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    """metadata: books' fields filled by the model, shown, written with --apply, undone (metadata/)."""
+    if args.undo and (args.books or args.apply):
+        raise Exit(USAGE, _('--undo puts back what the last --apply replaced: it takes no book and no --apply.'))
+    if not args.undo and not args.books:
+        raise Exit(USAGE, _('Name the books to fill in, by their ids.'))
+    return in_library(args, metadata, stdout)
+
+
+def metadata(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
+    # AI metadata's modules: the other commands start without them
+    from calibre_plugins.bookai.metadata.asking import Asking, ask_books
+    from calibre_plugins.bookai.metadata.changes import MetadataUndo, apply, undo_last
+    from calibre_plugins.bookai.metadata.fields import NotFillable
+    from calibre_plugins.bookai.metadata.reading import books_read, fields_of, known_tags
+    db, library_id, undo = library.db, str(library.db.library_id), MetadataUndo()
+    if args.undo:
+        undone = undo_last(db, library_id, undo)
+        if undone is None:
+            raise Exit(NOTHING_FOUND, _('Book AI has written no metadata in this library that it could put back.'))
+        say(stdout, ngettext('{n} value put back.', '{n} values put back.', len(undone.restored)).format(
+            n=len(undone.restored)))
+        for book_id, key in undone.conflicts:
+            say(stdout, _('Book {id}: {field} was changed since, and is left as it is.').format(id=book_id, field=key))
+        return OK
+    missing = [b for b in args.books if not library.has_book(b)]
+    if missing:
+        raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
+    instructions = {}
+    for given in args.instruction:
+        key, sep, text = given.partition('=')
+        if not sep:
+            raise Exit(USAGE, _('An instruction is FIELD=TEXT: "#mood=the mood of the book in a word".'))
+        instructions[key.strip()] = text
+    try:
+        fields = fields_of(db, args.fields.split(','), instructions)
+    except NotFillable as e:
+        raise Exit(USAGE, str(e)) from None
+    if not fields:
+        raise Exit(USAGE, _('Name the fields to fill with --fields.'))
+    provider = provider_for(args)
+    from calibre_plugins.bookai.conversation.books import answer_language
+    run = Asking(provider, args.model or provider.config.option('model') or '', fields, {'tags': known_tags(db)},
+                 answer_language())
+    answers = []
+    cancel = CancelToken()
+    with ctrl_c_cancels(cancel):
+        for answer in ask_books(run, books_read(db, library_id, args.books, fields), args.at_once, cancel):
+            answers.append(answer)
+            say(stdout, metadata_answer_text(answer))
+    if cancel.cancelled:
+        say(sys.stderr, _('Stopped: the books answered by then are shown above.'))
+    proposals = [p for a in answers for p in a.proposals]
+    if not args.apply:
+        say(stdout, _('Nothing was written: --apply writes these values.') if proposals else
+            _('The model gave nothing to write.'))
+        return OK if answers and not all(a.error for a in answers) else PROVIDER_ERROR
+    try:
+        done = apply(db, library_id, proposals, undo)
+    except OSError as e:
+        raise Exit(NOT_WRITTEN, _('The values they replace could not be kept for Undo, so nothing was written: '
+                                  '{reason}').format(reason=e.strerror or e)) from None
+    say(stdout, ngettext('{n} value written; "metadata --undo" puts the old one back.',
+                         '{n} values written; "metadata --undo" puts the old ones back.', len(done.written)).format(
+        n=len(done.written)))
+    for p in done.conflicts:
+        say(stdout, _('Book {id}: {field} was changed since it was read, and is left as it is.').format(
+            id=p.book_id, field=p.label))
+    for p, why in done.failed:
+        say(stdout, _('Book {id}: {field}: {why}').format(id=p.book_id, field=p.label, why=why))
+    return OK if not done.failed else NOT_WRITTEN
+
+
+def metadata_answer_text(answer: 'BookAnswer') -> str:
+    """One book's answer, for the terminal: each value proposed beside the book's, then the notes."""
+    lines = [_('Book {id}: {title}').format(id=answer.book.book_id, title=one_line(answer.book.title))]
+    for p in answer.proposals:
+        lines.append('  ' + _('{field}: {old} → {new}').format(field=p.label, old=shown_value(p.old),
+                                                                new=shown_value(p.new)))
+    lines += ['  ' + one_line(note) for note in answer.notes]
+    if answer.error:
+        lines.append('  ' + one_line(answer.error))
+    elif not answer.proposals:
+        lines.append('  ' + _('Nothing to change.'))
+    return '\n'.join(lines)
+
+
+def shown_value(value: object) -> str:
+    """A field's value in one line: a list joined, a description's text without its tags."""
+    if value is None or value == '' or value == ():
+        return _('(none)')
+    if isinstance(value, (list, tuple)):
+        return one_line(', '.join(map(str, value)))
+    if isinstance(value, str) and value.startswith('<'):
+        from html import unescape
+        value = unescape(re.sub(r'<[^>]+>', ' ', value))
+    text = one_line(str(value))
+    return text if len(text) <= 300 else text[:299].rstrip() + '…'
 
 
 def cmd_cover(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
@@ -1419,4 +1545,5 @@ def summaries(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) ->
 
 COMMANDS = {'providers': cmd_providers, 'models': cmd_models, 'configure': cmd_configure, 'ask': cmd_ask,
             'ask-library': cmd_ask_library, 'import-calibre': cmd_import_calibre, 'cover': cmd_cover,
-            'history': cmd_history, 'xray': cmd_xray, 'recap': cmd_recap, 'summaries': cmd_summaries}
+            'history': cmd_history, 'xray': cmd_xray, 'recap': cmd_recap, 'summaries': cmd_summaries,
+            'metadata': cmd_metadata}

@@ -6,6 +6,8 @@ model and reviewed before anything is written.
   checked, whatever the model sent;
 - asking: one book's fields asked of a model by their schema, the answer read bounded and checked,
   only what differs from the book proposed; many books a few requests at once, and Stop;
+- reading: what is read from the library before asking: the fields it can fill, the books as they
+  are when the job begins, the library's own tags;
 - changes: what the reader ticked written into the library, never over a value changed since the
   job read it nor into another library, the values replaced kept first for Undo, and Undo.
 """

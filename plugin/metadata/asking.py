@@ -85,7 +85,7 @@ def fields_for(book: BookRead, fields: Sequence[Field]) -> list[Field]:
 
 
 def messages_for(run: Asking, book: BookRead, fields: Sequence[Field]) -> list[Message]:
-    details = one_line(book.title)[:300] + '\n' + book.details[:MAX_DETAILS_CHARS]
+    details = book.details[:MAX_DETAILS_CHARS]  # the title among them
     if book.text:
         details += '\n\nThe opening of the book:\n' + book.text[:MAX_TEXT_CHARS]
     asked = [(f.name, metadata_field_request(f.key, f.label, f.datatype, f.multiple, f.values, f.instruction))
