@@ -11,13 +11,12 @@ from typing import Any
 
 from calibre_plugins.bookai.conversation.books import book_info
 from calibre_plugins.bookai.conversation.prompts import describe_book
-from calibre_plugins.bookai.metadata.asking import BookRead
+from calibre_plugins.bookai.metadata.asking import MAX_KNOWN_TAGS, BookRead
 from calibre_plugins.bookai.metadata.fields import STANDARD, Field, NotFillable, custom_field, standard_field
 
 load_translations()
 
 MAX_BOOKS = 50_000       # books in one run
-MAX_KNOWN_TAGS = 150     # the library's tags told to the model, the most used first
 
 
 def fields_of(db: Any, keys: Iterable[str], instructions: Mapping[str, str] | None = None) -> list[Field]:
