@@ -92,7 +92,7 @@ from calibre_plugins.bookai.core.web_links import kept_links
 from calibre_plugins.bookai.grounding.citations import Citation, citations
 from calibre_plugins.bookai.grounding.extract import UnreadableBook
 from calibre_plugins.bookai.grounding.formats import choose_format
-from calibre_plugins.bookai.grounding.library_search import (
+from calibre_plugins.bookai.grounding.library_passages import (
     LibraryExcerpt, LibrarySearchError, fts_message, library_citations,
 )
 from calibre_plugins.bookai.grounding.reading_position import saved_position

@@ -25,7 +25,7 @@ from calibre_plugins.bookai.core.messages import Message, Role
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.conversation.books import BookInfo
-    from calibre_plugins.bookai.grounding.library_search import LibraryExcerpt
+    from calibre_plugins.bookai.grounding.library_passages import LibraryExcerpt
     from calibre_plugins.bookai.grounding.scopes import Excerpt
 
 

@@ -34,7 +34,7 @@ from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
 from calibre_plugins.bookai.grounding.embeddings import EmbeddingIndex, embed_question
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook
 from calibre_plugins.bookai.grounding.index import Index
-from calibre_plugins.bookai.grounding.library_search import LibraryExcerpt, library_excerpt
+from calibre_plugins.bookai.grounding.library_passages import LibraryExcerpt, library_excerpt
 from calibre_plugins.bookai.grounding.library_tools import begun_formats
 from calibre_plugins.bookai.grounding.scopes import Excerpt, Place, check_place, excerpt
 from calibre_plugins.bookai.grounding.so_far import passages_read, read_until, tokens_of

@@ -41,7 +41,7 @@ from calibre_plugins.bookai.grounding.cache import TextCache, default_folder
 from calibre_plugins.bookai.grounding.extract import Book, UnreadableBook
 from calibre_plugins.bookai.grounding.formats import choose_format, read_book
 from calibre_plugins.bookai.grounding.index import Index, Passage
-from calibre_plugins.bookai.grounding.library_search import (
+from calibre_plugins.bookai.grounding.library_passages import (
     PER_BOOK, WORD, best_passages, fts_available, fts_query, indexing_left, marked_texts, query_terms, ranked_files,
 )
 from calibre_plugins.bookai.grounding.reading_position import last_read_places, offset_of_place

@@ -18,7 +18,7 @@ from qt.core import QComboBox, QHBoxLayout, QLabel, Qt, QVBoxLayout
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.question import Question, library_question
-from calibre_plugins.bookai.grounding.library_search import fts_message
+from calibre_plugins.bookai.grounding.library_passages import fts_message
 from calibre_plugins.bookai.grounding.scopes import Place
 from calibre_plugins.bookai.gui.conversation_panel import ConversationPanel, PanelDialog
 from calibre_plugins.bookai.gui.icons import plugin_icon

@@ -203,12 +203,12 @@ class BookComments(CallSurface):
 
 class FullTextIndex(CallSurface):
     """A book's text as calibre's full-text index gives it back, its matches marked, read into the
-    passages Ask my library sends (grounding.library_search.best_passages)."""
+    passages Ask my library sends (grounding.library_passages.best_passages)."""
 
     variants_of = {'hostile_book': ('millions of elements', 'huge chapter')}
 
     def variants(self, attack: str, variant: str, ctx: Context) -> list[Payload]:
-        lib = plugin('grounding.library_search')
+        lib = plugin('grounding.library_passages')
         hit = f'{lib.HIT_START}rain{lib.HIT_END}'
         if variant == 'millions of elements':  # a match in every word
             text = f'{hit} ' * 3_000_000
@@ -217,7 +217,7 @@ class FullTextIndex(CallSurface):
         return [Payload(variant, text, len(text))]
 
     def call(self, marked: str, where: Path, ctx: Context) -> Observed:
-        lib = plugin('grounding.library_search')
+        lib = plugin('grounding.library_passages')
         found = lib.best_passages(marked)
         return Observed(facts={'passages': len(found), 'longest': max((len(p[2]) for p in found), default=0)})
 

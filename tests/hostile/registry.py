@@ -464,8 +464,8 @@ def call_entries() -> list[Entry]:
                'covers.prompt:description_text'),
               C.BookComments(('hostile_book', 'control_chars'))),
         Entry('call/full_text_index', "a book's text from calibre's full-text index, its matches marked (Ask my "
-              'library)', 'grounding.library_search:best_passages', 'call', (), ('hostile_book',),
-              ('grounding.library_search:marked_texts', 'grounding.library_search:best_passages'),
+              'library)', 'grounding.library_passages:best_passages', 'call', (), ('hostile_book',),
+              ('grounding.library_passages:marked_texts', 'grounding.library_passages:best_passages'),
               C.FullTextIndex(('hostile_book',))),
         Entry('template/cover', "the calibre templates of a cover's title, authors and series (settings, or "
               "calibre's gui.json)", 'covers.prompt:one_evaluation', 'call',

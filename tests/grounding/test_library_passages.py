@@ -10,7 +10,7 @@ import pytest
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.prompts import library_block, passage_texts, with_passages
-from calibre_plugins.bookai.grounding.library_search import (
+from calibre_plugins.bookai.grounding.library_passages import (
     PASSAGE_CHARS, LibrarySearchError, fts_available, fts_message, fts_query, library_citations, library_excerpt)
 from helpers.library import ALMANAC, ALMANAC_ID, BOOKS, GUIDE_ID, KURZ_ID, LIGHTHOUSE_ID, ORCHARD_ID, make_library
 from helpers.peers import AiMock, LlamaServer, http
