@@ -231,6 +231,7 @@ def parser() -> Parser:
     add_recap(sub)
     add_summaries(sub)
     add_metadata(sub)
+    add_by_meaning(sub)
     return p
 
 
@@ -1543,7 +1544,125 @@ def summaries(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) ->
 # }}}
 
 
+# the library by meaning: search, similar {{{
+
+def add_by_meaning(sub: 'argparse._SubParsersAction') -> None:
+    s = sub.add_parser('search', help=_('Find books of a library by meaning, from their metadata: the ids, titles '
+                                        'and why each matched, the best first'),
+                       description=_('The library\'s index by meaning is brought up to date first (only the books '
+                                     'added or changed since are embedded) by the embeddings provider: one on this '
+                                     'computer, or one online with --yes, the estimate said first.'))
+    s.add_argument('query', metavar='QUERY', nargs='+')
+    m = sub.add_parser('similar', help=_('The books of a library nearest the books given, in meaning, the best '
+                                         'first'))
+    m.add_argument('books', type=int, nargs='+', metavar='BOOK_ID')
+    for c in (s, m):
+        c.add_argument('--library', required=True, metavar='PATH', help=_('The calibre library folder'))
+        c.add_argument('--search', metavar='EXPRESSION', help=_("Only the books calibre's search finds with this "
+                                                                'expression (as in the search box)'))
+        c.add_argument('--limit', type=int, default=10, metavar='N', help=_('Books shown, at most (default: 10)'))
+        c.add_argument('--provider', metavar='NAME', help=_('Instead of the embeddings provider chosen in the '
+                                                            'settings'))
+        c.add_argument('--model', metavar='ID', help=_('Instead of the configured embedding model'))
+        c.add_argument('--yes', action='store_true', help=_("Send the library's metadata to an embeddings provider "
+                                                            'online'))
+        c.add_argument('--json', action='store_true', help=_('One JSON object per book found'))
+
+
+def cmd_search(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    return in_library(args, by_meaning_search, stdout)
+
+
+def cmd_similar(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    return in_library(args, by_meaning_search, stdout)
+
+
+def by_meaning_search(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
+    """search and similar: the index brought up to date, then the books found, shown."""
+    from calibre_plugins.bookai.library_search import building, finding
+    db, library_id = library.db, str(library.db.library_id)
+    books = getattr(args, 'books', None)
+    if books and (missing := [b for b in books if not library.has_book(b)]):
+        raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
+    allowed = None
+    if args.search:
+        try:
+            allowed = sorted(db.search(args.search))
+        except Exception as err:  # calibre's ParseException and the like: the expression's fault
+            raise Exit(USAGE, _('calibre could not search for that: {error}').format(
+                error=one_line(str(err))[:300])) from None
+    provider = building.embeddings_provider(provider_id(args.provider) or args.provider if args.provider else '')
+    if provider is None:
+        raise Exit(NOT_CONFIGURED, _('The provider chosen makes no embeddings: choose one that does (a local '
+                                     'server such as llama.cpp, Ollama or LM Studio) with --provider.'))
+    if problem := provider.config.missing_setup():
+        raise Exit(NOT_CONFIGURED, problem)
+    cancel = CancelToken()
+    try:
+        e = building.embedder(provider, args.model or '', cancel)
+    except ProviderError as err:
+        raise Exit(PROVIDER_ERROR, err.sentence) from None
+    files = building.VectorFiles()
+    p = building.plan(db, library_id, e, files)
+    for kept in p.set_aside:
+        say(sys.stderr, _('The index by meaning could not be read, and was set aside as {path}.').format(path=kept))
+    if p.todo and not building.agreed(library_id, e):
+        count, tokens = building.estimate(db, library_id, p)
+        say(sys.stderr, ngettext('The metadata of {n} book goes to {provider}, online, to be embedded.',
+                                 'The metadata of {n} books goes to {provider}, online, to be embedded.', count).format(
+            n=count, provider=provider.display_name) + ' ' + sending_estimate(provider.name, e.model, tokens, False))
+        if not args.yes:
+            raise Exit(USAGE, _('Nothing was sent: --yes sends it.'))
+    if p.todo:
+        say(sys.stderr, ngettext('Embedding {n} book with {model}…', 'Embedding {n} books with {model}…',
+                                 len(p.todo)).format(n=len(p.todo), model=one_line(e.model)))
+
+    def told(done: int, total: int) -> None:
+        if total >= 200:
+            say(sys.stderr, _('{done} of {total}').format(done=done, total=total))
+    with ctrl_c_cancels(cancel):
+        try:
+            built = building.update_index(db, library_id, e, files, cancel, told, the_plan=p)
+        except ProviderError as err:
+            raise Exit(PROVIDER_ERROR, err.sentence) from None
+        except building.IndexNotKept as err:
+            raise Exit(NOT_WRITTEN, str(err)) from None
+    if built.stopped:
+        raise Exit(STOPPED, _('Stopped: what was embedded is kept, and the next search goes on from there.'))
+    if built.left_out:
+        say(sys.stderr, ngettext('{provider} would not embed {n} book; it is tried again next time.',
+                                 '{provider} would not embed {n} books; they are tried again next time.',
+                                 len(built.left_out)).format(provider=provider.display_name, n=len(built.left_out)))
+    index = files.read(library_id, model=e.key)
+    if index is None:
+        raise Exit(NOT_WRITTEN, _("The library's index by meaning could not be read back."))
+    limit = max(1, min(args.limit, finding.DEFAULT_K))
+    with ctrl_c_cancels(cancel):
+        try:
+            found = (finding.more_like(db, index, books, limit, allowed) if books else
+                     finding.search(db, library_id, index, e, ' '.join(args.query), limit, allowed, cancel))
+        except ProviderError as err:
+            raise Exit(PROVIDER_ERROR, err.sentence) from None
+    titles = db.all_field_for('title', [f.book_id for f in found], default_value='')
+    authors = db.all_field_for('authors', [f.book_id for f in found], default_value=())
+    for f in found:
+        if args.json:
+            emit(stdout, {'id': f.book_id, 'title': titles.get(f.book_id) or '',
+                          'authors': list(authors.get(f.book_id) or ()), 'score': round(f.score, 4), 'why': f.why})
+            continue
+        say(stdout, _('{id}\t{title} by {authors} ({score:.2f})').format(
+            id=f.book_id, title=one_line(str(titles.get(f.book_id) or '')),
+            authors=one_line(' & '.join(map(str, authors.get(f.book_id) or ()))), score=f.score))
+        if f.why:
+            say(stdout, '\t' + one_line(f.why))
+    if not found:
+        raise Exit(NOTHING_FOUND, _('No book of the library was found.'))
+    return OK
+
+# }}}
+
+
 COMMANDS = {'providers': cmd_providers, 'models': cmd_models, 'configure': cmd_configure, 'ask': cmd_ask,
             'ask-library': cmd_ask_library, 'import-calibre': cmd_import_calibre, 'cover': cmd_cover,
             'history': cmd_history, 'xray': cmd_xray, 'recap': cmd_recap, 'summaries': cmd_summaries,
-            'metadata': cmd_metadata}
+            'metadata': cmd_metadata, 'search': cmd_search, 'similar': cmd_similar}

@@ -242,6 +242,17 @@ class BookVectors:
         del self.digests[last * DIGEST_BYTES:]
         return True
 
+    def restamp(self, book_id: int, stamp: Stamp) -> bool:
+        """Take a new stamp for a book whose vector stays (its text is the same); whether it has one.
+        BadVector for a stamp it does not take."""
+        slot = self.slot.get(book_id)
+        if slot is None:
+            return False
+        stamp = checked_stamp(stamp)
+        self.modified[slot] = stamp.modified
+        self.digests[slot * DIGEST_BYTES:(slot + 1) * DIGEST_BYTES] = digest_bytes(stamp.digest)
+        return True
+
     def stamp(self, book_id: int) -> Stamp | None:
         """What a book's vector was made from, or None when it has none."""
         slot = self.slot.get(book_id)

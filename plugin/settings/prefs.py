@@ -265,6 +265,11 @@ DEFAULTS = {
     # the viewer's panel offers "Recap since you last read" when a book is opened after this many
     # days (conversation/last_read.py); 0: never, and no record of when books were read is kept
     'recap_offer_days': 7,
+    # the library searched by meaning (library_search/): the provider that embeds the books' metadata
+    # ('' for the one answers come from), and the "library id|provider/model" online services the
+    # reader agreed to send a library's metadata to
+    'library_embeddings_provider': '',
+    'library_index_consent': [],
 }
 
 CHAT_TEXT_SIZES = (85, 100, 115, 130, 150)
@@ -289,6 +294,7 @@ PREF_KINDS.update({
     'book_custom_fields': dict_of(list_of(text)),
     'book_scopes': dict_of(text),
     'book_text_consent': list_of(text),
+    'library_index_consent': list_of(text),
     'cover_styles': list_of(a_dict),
     'cover_text': dict_of(same_kind(True)),
     'cover_templates': dict_of(text),
