@@ -266,6 +266,8 @@ class Update:
         if len(built.left_out) > MAX_FAILURES:
             raise ProviderError(_('{provider} would not embed {count} of the books.').format(
                 provider=self.e.provider.display_name, count=len(built.left_out)))
+        if len({len(v) for v in vectors.values()}) > 1:  # nothing of a batch like that is taken
+            raise self.bad(BadVector(_('Its vectors are not all of the same length.')))
         for entry in todo:
             v = vectors.get(entry.book_id)
             if v is None:
@@ -302,13 +304,15 @@ class Update:
 
 def embedded(e: Embedder, entries: list[Entry], cancel: CancelToken) -> tuple[dict[int, list[float]], list[int]]:
     """The vectors of entries by book id, and the books the service would not embed: the batch
-    first; when the service refuses it, each text alone, then shorter (a local server refuses
-    inputs over its model's length). Cancelled on Stop; the service's error when it fails every one."""
+    first; when the service refuses it (not when it answers with what is not vectors), each text
+    alone, then shorter (a local server refuses inputs over its model's length). Cancelled on Stop; the service's error when it fails every one."""
     if not entries:
         return {}, []
     try:
         got = e.embed([x.text for x in entries], cancel)
         return {x.book_id: v for x, v in zip(entries, got)}, []
+    except ProtocolError:  # what it sent is no answer (NaN, another count): asking again is no better
+        raise
     except ProviderError as err:
         if len(entries) == 1 and len(entries[0].text) < 64:
             raise
