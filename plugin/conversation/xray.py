@@ -37,13 +37,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from calibre_plugins.bookai.conversation.prompts import CLOSE, OPEN, defused, numbered_block, passages_block
 from calibre_plugins.bookai.conversation.question import Question
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
-from calibre_plugins.bookai.core.errors import BadRequest, ContextTooLong, ProviderError
+from calibre_plugins.bookai.core.errors import ContextTooLong, ProviderError
 from calibre_plugins.bookai.core.files import private_folder, read_regular, remove_where, set_aside_if_can, write_private
 from calibre_plugins.bookai.core.messages import CHARS_PER_TOKEN, Cost, Done, Failed, Message, Role, Usage
 from calibre_plugins.bookai.core.printable import CONTROL
@@ -51,7 +51,7 @@ from calibre_plugins.bookai.grounding.index import Index, Passage
 from calibre_plugins.bookai.grounding.scopes import Excerpt, NoPlace, Place
 from calibre_plugins.bookai.grounding.so_far import ChapterRead, chapters_read, passage_tokens, read_until
 from calibre_plugins.bookai.providers import pricing
-from calibre_plugins.bookai.providers.streaming import whole_answer
+from calibre_plugins.bookai.providers.streaming import schema_answer
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
 if TYPE_CHECKING:
@@ -377,7 +377,6 @@ def objects_in(text: str, start: int, most_depth: int = 32) -> Iterator[str]:
                 return
 
 
-FENCE = re.compile(r'^\s*```(?:json)?\s*|\s*```\s*$', re.I)
 
 
 @dataclass(frozen=True)
@@ -390,7 +389,7 @@ class Reading:
 
 def parse_answer(text: str, sent: Sequence[Passage], bounds: Bounds = BOUNDS) -> Reading:
     """The entities of a model's answer for the passages sent, checked. The answer is read bounded
-    (bounds.answer_chars, then core.limits.load_json); what is not an entity of the shape asked for
+    (bounds.answer_chars, then core.limits.json_in); what is not an entity of the shape asked for
     is left out, and so is an entity none of whose names is in the text sent; an answer cut short
     keeps its complete entities."""
     if not isinstance(text, str):
@@ -399,15 +398,7 @@ def parse_answer(text: str, sent: Sequence[Passage], bounds: Bounds = BOUNDS) ->
     if len(text) > bounds.answer_chars:
         text, problem = text[:bounds.answer_chars], _('The model answered at too great a length: the rest was not '
                                                       'read.')
-    text = FENCE.sub('', text)
-    starts = [i for i in (text.find('{'), text.find('[')) if i >= 0]
-    value: Any = None
-    if starts:  # the JSON, without what a chatty model wrote around it
-        start = min(starts)
-        try:
-            value = limits.load_json(text[start:text.rfind('}' if text[start] == '{' else ']') + 1])
-        except ValueError:
-            value = None
+    value = limits.json_in(text, '{[')  # the JSON, without what a chatty model wrote around it
     if isinstance(value, dict):
         items = value.get('entities')
         if not isinstance(items, list):
@@ -873,22 +864,13 @@ class Run:
     def ask(self, messages: list[Message], sent: int) -> tuple[str, Done]:
         """The answer's text (bounded) and its Done; raises Cancelled, or the ProviderError."""
         schema = answer_schema(self.bounds, sent) if self.structured else None
-        text, done = self.answer(messages, schema)
-        if isinstance(done, Failed):
-            if schema is not None and isinstance(done.error, BadRequest):
-                self.structured = False  # a service that does not take the schema: the prompt asks alone
-                text, done = self.answer(messages, None)
-            if isinstance(done, Failed):
-                raise done.error
-        return text, done
-
-    def answer(self, messages: list[Message], schema: dict | None) -> tuple[str, Done | Failed]:
-        read = whole_answer(self.provider.text_chat(messages, self.model, self.cancel, self.bounds.answer_tokens,
-                                                    schema), self.bounds.answer_chars, self.model)
-        if isinstance(read.end, Done):
-            self.usages.append(read.end.usage)
-            if read.end.finish_reason == 'cancelled':
-                raise Cancelled()
+        read, self.structured = schema_answer(self.provider, messages, self.model, self.cancel,
+                                              self.bounds.answer_tokens, schema, self.bounds.answer_chars)
+        if isinstance(read.end, Failed):
+            raise read.end.error
+        self.usages.append(read.end.usage)
+        if read.end.finish_reason == 'cancelled':
+            raise Cancelled()
         return read.text, read.end
 
 

@@ -332,3 +332,18 @@ def load_json(text: str | bytes, max_depth: int | None = None, memory_per_byte: 
         return json.loads(text, object_hook=object_hook)
     except RecursionError:  # cannot happen within the depth limit; never let it out anyway
         raise TooDeep(limit) from None
+
+
+def json_in(text: str, openers: str = '{') -> Any:
+    """The JSON value a model wrote in text, whatever it wrote around it (words, a code fence): from
+    the first of openers ('{', '[' or both) to the last bracket that closes it, read by load_json;
+    None when there is none, or it does not read."""
+    starts = [i for i in (text.find(c) for c in openers) if i >= 0]
+    if not starts:
+        return None
+    start = min(starts)
+    end = text.rfind('}' if text[start] == '{' else ']')
+    try:
+        return load_json(text[start:end + 1]) if start < end else None
+    except ValueError:
+        return None

@@ -6,13 +6,12 @@ A book goes as what was read of it when the job began (BookRead: its details as 
 fields' values then, and, only with the reader's consent, the opening of its text). The answer
 is asked for in the fields' JSON Schema where the service takes one (providers.base.structured();
 a service that refuses the schema is asked again without it, and not sent it again in that run),
-read whole and bounded (providers.streaming.whole_answer, MAX_ANSWER_CHARS), parsed bounded
-(core.limits.load_json, whatever a chatty model wrote around the JSON) and each field checked
+read whole and bounded (providers.streaming.schema_answer, MAX_ANSWER_CHARS), parsed bounded
+(core.limits.json_in, whatever a chatty model wrote around the JSON) and each field checked
 (metadata.fields.checked). Only values that differ from the book's become Proposals; nothing is
 written here (metadata/changes.py).
 """
 
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -21,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 from calibre_plugins.bookai.conversation.prompts import metadata_field_request, metadata_messages
 from calibre_plugins.bookai.core import limits
 from calibre_plugins.bookai.core.cancel import Cancelled, CancelToken
-from calibre_plugins.bookai.core.errors import BadRequest, ProviderError
+from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.messages import Failed, Message, Usage
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.metadata.changes import Proposal, comparable
 from calibre_plugins.bookai.metadata.fields import Checked, Field, answer_schema, checked
-from calibre_plugins.bookai.providers.streaming import WholeAnswer, whole_answer
+from calibre_plugins.bookai.providers.streaming import schema_answer
 
 if TYPE_CHECKING:
     from calibre_plugins.bookai.providers.base import AIProviderPlugin
@@ -39,7 +38,6 @@ MOST_AT_ONCE = 8            # requests at once, whatever the setting says
 MAX_DETAILS_CHARS = 6000    # a book's details as sent
 MAX_TEXT_CHARS = 8000       # the opening of its text, when it goes
 MAX_KNOWN_TAGS = 150        # the library's tags named to the model (the most used)
-FENCE = re.compile(r'^\s*```[a-zA-Z]*\s*$', re.M)
 
 
 @dataclass(frozen=True)
@@ -98,17 +96,12 @@ def parsed_answer(text: object, fields: Sequence[Field],
                   vocabularies: Mapping[str, Sequence[str]] | None = None) -> tuple[dict[str, Checked], str]:
     """The fields' values in a model's answer, each checked (by calibre lookup name), and a problem
     with the whole answer in words ('' for none). Read bounded: at most MAX_ANSWER_CHARS, then
-    core.limits.load_json of the outermost object, whatever was written around it."""
+    core.limits.json_in: the outermost object, whatever was written around it."""
     if not isinstance(text, str):
         return {}, _('The model did not answer with text.')
     if len(text) > MAX_ANSWER_CHARS:
         return {}, _('The model answered at too great a length: its answer was not read.')
-    text = FENCE.sub('', text)
-    start, end = text.find('{'), text.rfind('}')
-    try:
-        value = limits.load_json(text[start:end + 1]) if 0 <= start < end else None
-    except ValueError:
-        value = None
+    value = limits.json_in(text)
     if not isinstance(value, dict):
         return {}, _('The model did not answer with the JSON object asked for.')
     known = vocabularies or {}
@@ -123,10 +116,8 @@ def ask_book(run: Asking, book: BookRead, cancel: CancelToken | None = None) -> 
     if not fields:
         return BookAnswer(book, notes=(_('Nothing to fill: the book has a description already.'),))
     messages = messages_for(run, book, fields)
-    read = ask(run, messages, fields, cancel)
-    if run.structured and isinstance(read.end, Failed) and isinstance(read.end.error, BadRequest):
-        run.structured = False  # a service that does not take the schema: the prompt asks alone
-        read = ask(run, messages, fields, cancel)
+    read, run.structured = schema_answer(run.provider, messages, run.model, cancel, ANSWER_TOKENS,
+                                         answer_schema(fields) if run.structured else None, MAX_ANSWER_CHARS)
     if isinstance(read.end, Failed):
         error = read.end.error
         return BookAnswer(book, error=str(error) if isinstance(error, ProviderError) else one_line(read.end.message))
@@ -148,12 +139,6 @@ def ask_book(run: Asking, book: BookRead, cancel: CancelToken | None = None) -> 
             proposals.append(Proposal(book.library_id, book.book_id, f.key, f.label, old, got.value, got.new,
                                       got.notes))
     return BookAnswer(book, tuple(proposals), tuple(notes), usage=usage)
-
-
-def ask(run: Asking, messages: list[Message], fields: Sequence[Field], cancel: CancelToken) -> WholeAnswer:
-    schema = answer_schema(fields) if run.structured else None
-    return whole_answer(run.provider.text_chat(messages, run.model, cancel, ANSWER_TOKENS, schema),
-                        MAX_ANSWER_CHARS, run.model)
 
 
 def ask_books(run: Asking, books: Sequence[BookRead], at_once: int, cancel: CancelToken | None = None,

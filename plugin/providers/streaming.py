@@ -8,16 +8,20 @@ redacted_stream(), which keeps a provider's secrets out of every chunk it yields
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from calibre_plugins.bookai.core import limits
-from calibre_plugins.bookai.core.errors import ProtocolError, Secrets, TooLarge
+from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.core.errors import BadRequest, ProtocolError, Secrets, TooLarge
 from calibre_plugins.bookai.core.messages import (
-    MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALLS, Chunk, Delta, Done, Failed, ReasoningDelta, TextDelta, ToolCall, Usage,
-    WebLink, token_count,
+    MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALLS, Chunk, Delta, Done, Failed, Message, ReasoningDelta, TextDelta, ToolCall,
+    Usage, WebLink, token_count,
 )
 from calibre_plugins.bookai.core.streams import SSEEvent
 from calibre_plugins.bookai.core.transport import Response
+
+if TYPE_CHECKING:
+    from calibre_plugins.bookai.providers.base import AIProviderPlugin
 
 load_translations()
 
@@ -260,3 +264,15 @@ def whole_answer(stream: Iterable[Chunk], most_chars: int, model: str = '') -> W
         if close is not None:
             close()  # a stream left before its end: its connection closed now
     return WholeAnswer(''.join(pieces), end or Done(model=model, finish_reason='length'), cut)
+
+
+def schema_answer(provider: 'AIProviderPlugin', messages: list[Message], model: str, cancel: CancelToken,
+                  max_tokens: int, schema: dict | None, most_chars: int) -> tuple[WholeAnswer, bool]:
+    """whole_answer() of a request that asks for JSON of schema (None: the prompt alone asks); a
+    service that refuses the schema (BadRequest) is asked again without it. With whether to send
+    the schema next time: the X-Ray and AI metadata ask many times, and a service that refused it
+    once is not asked with it again."""
+    read = whole_answer(provider.text_chat(messages, model, cancel, max_tokens, schema), most_chars, model)
+    if schema is not None and isinstance(read.end, Failed) and isinstance(read.end.error, BadRequest):
+        return whole_answer(provider.text_chat(messages, model, cancel, max_tokens, None), most_chars, model), False
+    return read, schema is not None

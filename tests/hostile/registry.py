@@ -515,7 +515,8 @@ def call_entries() -> list[Entry]:
                'conversation.xray:MAX_OTHER_NAMES', 'conversation.xray:MAX_CITED'),
               ('oversized', 'deep_json', 'many_values', 'wrong_types', 'control_chars', 'numbers'),
               ('conversation.xray:parse_answer', 'conversation.xray:mention_of', 'conversation.xray:objects_in',
-               'core.limits:load_json', 'conversation.xray:Run.answer'),
+               'core.limits:load_json', 'core.limits:json_in', 'conversation.xray:Run.ask',
+               'providers.streaming:schema_answer'),
               C.XRayAnswer(('oversized', 'deep_json', 'many_values', 'wrong_types', 'control_chars', 'numbers'))),
         Entry('call/metadata_answer', "a model's answer for AI metadata: a book's tags, description, languages and "
               'custom columns, as JSON', 'metadata.asking:parsed_answer', 'call',
@@ -524,7 +525,8 @@ def call_entries() -> list[Entry]:
                'metadata.fields:MAX_TEXT_CHARS', 'metadata.fields:MAX_LANGUAGES'),
               ('oversized', 'deep_json', 'many_values', 'wrong_types', 'control_chars', 'numbers'),
               ('metadata.asking:parsed_answer', 'metadata.fields:checked', 'core.limits:load_json',
-               'metadata.asking:ask_book', 'providers.streaming:whole_answer'),
+               'metadata.asking:ask_book', 'providers.streaming:whole_answer', 'core.limits:json_in',
+               'providers.streaming:schema_answer'),
               C.MetadataAnswer(('oversized', 'deep_json', 'many_values', 'wrong_types', 'control_chars', 'numbers'))),
         Entry('call/summary_answer', "a model's answer to a chapter's summary request, streamed, checked before "
               'it is kept', 'conversation.summaries:ask_summary', 'call', ('conversation.summaries:MAX_SUMMARY_CHARS',),
