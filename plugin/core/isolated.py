@@ -61,12 +61,18 @@ def run(module: str, function: str, args: tuple, seconds: float, memory: int = W
     worker = job.worker
     if started is not None:
         started(worker.pid)
+    watch = MemoryWatch(worker.pid)
     try:
         ans = job(f'calibre_plugins.bookai.{module}', function, args=args,
                   timeout=WALL_PER_CPU * seconds + WORKER_START_SECONDS, no_output=True, abort=abort,
                   module_is_source_code=False)
     except WorkerError as e:
+        watch.stop()
+        if watch.ended_it:
+            raise Refused(out_of_memory(memory), 'ended at its memory limit, working without getting more') from None
         raise refusal(e, worker, seconds, memory) from None
+    finally:
+        watch.stop()
     if abort is not None and abort.is_set():
         return None
     return ans['result']
@@ -88,12 +94,83 @@ def refusal(e: Exception, worker: Any, seconds: float, memory: int) -> Refused:
     if 'hung' in str(e) or code == -getattr(signal, 'SIGXCPU', -1000):
         return Refused(took_too_long, details)
     if 'MemoryError' in details:
-        return Refused(_('It needed more memory than Book AI allows it ({megabytes} MB).').format(
-            megabytes=memory // 2 ** 20), details)
+        return Refused(out_of_memory(memory), details)
     if code in (-signal.SIGKILL, -signal.SIGSEGV, -signal.SIGABRT, -getattr(signal, 'SIGBUS', -1000)):
         return Refused(_('It stopped before it was done: it may have needed more memory than Book AI allows it '
                          '({megabytes} MB).').format(megabytes=memory // 2 ** 20), details)
     return Refused(_('It could not be done in a separate process.'), details)
+
+
+def out_of_memory(memory: int) -> str:
+    return _('It needed more memory than Book AI allows it ({megabytes} MB).').format(megabytes=memory // 2 ** 20)
+
+
+class MemoryWatch:
+    """Ends a worker that spins at its memory limit. A worker whose allocations all fail may not
+    raise MemoryError: calibre's conversion on Python 3.13 was seen trying again and again, every
+    mmap refused, until its CPU time ran out (30 minutes for a conversion). Watched from here (on
+    Linux, from /proc): a worker whose data segment has stayed within LIMIT_SLACK of its limit for
+    AT_LIMIT_SECONDS while it worked (its CPU time grew by at least half of that) is killed, and told
+    as out of memory."""
+
+    AT_LIMIT_SECONDS = 10.0
+    LIMIT_SLACK = 0.03    # of the limit
+    EVERY = 0.5           # seconds between two looks
+
+    def __init__(self, pid: int) -> None:
+        import threading
+        self.pid, self.ended_it = pid, False
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+        if os.path.exists(f'/proc/{pid}/status'):
+            self.thread = threading.Thread(target=self.watch, name='bookai-worker-memory', daemon=True)
+            self.thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+
+    def watch(self) -> None:
+        since: tuple[float, float] | None = None  # (when, CPU time) it was first seen at its limit
+        while not self.done.wait(self.EVERY):
+            figures = worker_figures(self.pid)
+            if figures is None:
+                return
+            data, limit, cpu = figures
+            if limit is None or data < limit * (1 - self.LIMIT_SLACK):
+                since = None
+                continue
+            now = time.monotonic()
+            if since is None:
+                since = (now, cpu)
+            elif now - since[0] >= self.AT_LIMIT_SECONDS and cpu - since[1] >= self.AT_LIMIT_SECONDS / 2:
+                import signal
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                    self.ended_it = True
+                except OSError:
+                    pass
+                return
+
+
+def worker_figures(pid: int) -> tuple[int, int | None, float] | None:
+    """(data segment bytes, its limit or None, CPU seconds) of process pid, from Linux's /proc; None
+    when it cannot be read (it has ended)."""
+    try:
+        with open(f'/proc/{pid}/status', 'rb') as f:
+            data = next(int(line.split()[1]) * 1024 for line in f if line.startswith(b'VmData:'))
+        with open(f'/proc/{pid}/limits', 'rb') as f:
+            row = next(line for line in f if line.startswith(b'Max data size'))
+        soft = row.split()[3]
+        limit = None if soft == b'unlimited' else int(soft)
+        with open(f'/proc/{pid}/stat', 'rb') as f:
+            fields = f.read().rsplit(b')', 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return data, limit, cpu
 
 
 def bounded_here() -> None:
@@ -131,10 +208,21 @@ def process_memory(field: str) -> int | None:
     return None
 
 
-def exercise(seconds: float, megabytes: int) -> int:
+def exercise(seconds: float, megabytes: int, spin: bool = False) -> int:
     """A worker's work that takes `megabytes` of memory, then `seconds` of CPU time: how the tests
-    and the benchmark see that run()'s bounds hold. Returns the megabytes it took."""
+    and the benchmark see that run()'s bounds hold. Returns the megabytes it took. spin: it then
+    asks for more memory, again and again, each MemoryError ignored (as a worker seen spinning at
+    its limit did: MemoryWatch)."""
     bounded_here()
+    if spin:
+        held = []
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            try:
+                held.append(bytearray(2 ** 20))
+            except MemoryError:
+                pass
+        return len(held)
     kept = bytearray(megabytes * 2 ** 20)
     for i in range(0, len(kept), 4096):  # touched: resident, not only reserved
         kept[i] = 1

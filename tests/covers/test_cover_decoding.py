@@ -115,6 +115,16 @@ def test_the_worker_is_stopped_past_its_memory():
         isolated.run('core.isolated', 'exercise', (0, 50), 10, memory=20 * MB)
 
 
+def test_a_worker_spinning_at_its_memory_limit_is_ended_and_told_as_memory():
+    """A worker whose every allocation fails but which goes on working (calibre 8.5's conversion on
+    Python 3.13 was seen doing that) is ended by MemoryWatch, and said to need more memory; without
+    it, its CPU time (120 s here) would end it, said as time."""
+    with pytest.raises(isolated.Refused) as e:
+        isolated.run('core.isolated', 'exercise', (120, 0, True), 120, memory=64 * MB)
+    assert str(e.value) == 'It needed more memory than Book AI allows it (64 MB).', e.value.details
+    assert 'memory limit' in e.value.details
+
+
 def test_what_the_worker_sends_back_is_checked():
     """Only what Book AI asked for is used: a whole baseline JPEG of the size said, within the box;
     RGB rows of the size said, within the side."""
