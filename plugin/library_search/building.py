@@ -37,6 +37,8 @@ from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.library_search.entries import (
     Entry, book_entry, custom_labels, library_values, modified_time,
 )
+from calibre_plugins.bookai.conversation.summaries import SummaryCache
+from calibre_plugins.bookai.library_search.read_so_far import kept_summaries, summaries_text
 from calibre_plugins.bookai.library_search.vectors import MAX_BOOKS, BadVector, BookVectors, Stamp, VectorFiles
 
 if TYPE_CHECKING:
@@ -150,33 +152,44 @@ def agree(library_id: str, e: Embedder) -> None:
     prefs['library_index_consent'] = [*kept, key][-MOST_CONSENTS:]
 
 
-def book_stamps(db: Any) -> dict[int, float]:
-    """calibre's last-modified time of each book of the library (db: its new_api), at most
-    vectors.MAX_BOOKS books (the lowest ids)."""
+def book_stamps(db: Any, library_id: str = '', summaries: SummaryCache | None = None) -> dict[int, float]:
+    """The time of each book of the library (db: its new_api), at most vectors.MAX_BOOKS books (the
+    lowest ids): calibre's last-modified time, or when its chapter summaries last changed, if
+    later (read_so_far.kept_summaries; with library_id only)."""
     ids = sorted(db.all_book_ids())[:MAX_BOOKS]
     times = db.all_field_for('last_modified', ids, default_value=None)
-    return {b: modified_time(times.get(b)) for b in ids}
+    stamps = {b: modified_time(times.get(b)) for b in ids}
+    if library_id:
+        for b, (_fmts, changed) in kept_summaries(summaries or SummaryCache(), library_id).items():
+            if b in stamps:
+                stamps[b] = max(stamps[b], changed)
+    return stamps
 
 
 def plan(db: Any, library_id: str, e: Embedder, files: VectorFiles) -> Plan:
     """What an update of the library's index by e would embed (at most), from the kept index."""
     index = files.read(library_id, model=e.key)
-    stamps = book_stamps(db)
+    stamps = book_stamps(db, library_id)
     if index is None:
         return Plan(list(stamps), [], None, list(files.set_aside_as))
     todo, gone = index.changed({b: Stamp(t) for b, t in stamps.items()})
     return Plan(todo, gone, index, list(files.set_aside_as))
 
 
-def entries_of(db: Any, library_id: str, book_ids: Sequence[int], custom: Sequence[str] | None = None) -> list[Entry]:
+def entries_of(db: Any, library_id: str, book_ids: Sequence[int], custom: Sequence[str] | None = None,
+               summaries: SummaryCache | None = None) -> list[Entry]:
     """The entries of book_ids, with the custom fields the reader allows for the library
-    (conversation/books.py allowed_fields(), when custom is None)."""
+    (conversation/books.py allowed_fields(), when custom is None) and the chapter summaries kept
+    (read_so_far.py)."""
     if custom is None:
         from calibre_plugins.bookai.conversation.books import allowed_fields
         custom = sorted(n for n in allowed_fields(library_id) if n.startswith('#'))
     labels = custom_labels(db, custom)
     values = library_values(db, book_ids, custom)
-    return [book_entry(b, values[b], custom, labels) for b in book_ids]
+    cache = summaries or SummaryCache()
+    kept = kept_summaries(cache, library_id) if library_id else {}
+    return [book_entry(b, values[b], custom, labels,
+                       summaries_text(cache, library_id, b, kept[b][0]) if b in kept else '') for b in book_ids]
 
 
 def estimate(db: Any, library_id: str, p: Plan, custom: Sequence[str] | None = None) -> tuple[int, int]:
@@ -202,7 +215,7 @@ def update_index(db: Any, library_id: str, e: Embedder, files: VectorFiles | Non
         return Update(db, library_id, e, files, cancel, progress, custom).run(p)
     except ModelChanged:  # the same name, another model: every book again
         return Update(db, library_id, e, files, cancel, progress, custom).run(
-            Plan(sorted(book_stamps(db)), [], None, p.set_aside), started_again=True)
+            Plan(sorted(book_stamps(db, library_id)), [], None, p.set_aside), started_again=True)
 
 
 class ModelChanged(Exception):
@@ -226,7 +239,7 @@ class Update:
             for b in p.gone:
                 built.removed += self.index.remove(b)
             self.unsaved += built.removed
-        stamps = book_stamps(self.db) if p.todo else {}
+        stamps = book_stamps(self.db, self.library_id) if p.todo else {}
         total = len(p.todo)
         try:
             for start in range(0, total, BATCH):

@@ -92,11 +92,12 @@ def description(html: Any, most: int) -> str:
 
 
 def entry_text(values: Mapping[str, Any], custom: Iterable[str] = (),
-               labels: Mapping[str, str] | None = None) -> str:
+               labels: Mapping[str, str] | None = None, read: str = '') -> str:
     """A book's text to embed from its values (field name to value, as calibre gives them: title a
     text, authors and tags lists, series_index a number, comments HTML), with the custom fields
     named in custom ('#mood'), labelled as labels say (lookup name to the column's name; default:
-    the lookup name without its '#')."""
+    the lookup name without its '#'); read: what the reader has read of it, summarized
+    (read_so_far.py), after the description, in what is left of MAX_ENTRY_CHARS."""
     labels = labels or {}
     lines = []
     for name in ('title', 'authors', 'series', 'tags', 'publisher'):
@@ -111,13 +112,17 @@ def entry_text(values: Mapping[str, Any], custom: Iterable[str] = (),
             lines.append(f'{label}: {text}')
     head = clipped('\n'.join(lines), MAX_ENTRY_CHARS)
     about = description(values.get('comments'), MAX_ENTRY_CHARS - len(head) - 2)
+    room = MAX_ENTRY_CHARS - len(head) - len(about) - 4
+    if read and room > 40:
+        read_text = clipped(' '.join(read.split()), room)
+        about = f'{about}\n{read_text}' if about else read_text
     return f'{head}\n\n{about}' if about and head else head or about
 
 
 def book_entry(book_id: int, values: Mapping[str, Any], custom: Iterable[str] = (),
-               labels: Mapping[str, str] | None = None) -> Entry:
+               labels: Mapping[str, str] | None = None, read: str = '') -> Entry:
     """A book's Entry: its text (entry_text) and the text's digest."""
-    text = entry_text(values, custom, labels)
+    text = entry_text(values, custom, labels, read)
     return Entry(book_id, text, text_digest(text))
 
 

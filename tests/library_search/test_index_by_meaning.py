@@ -117,3 +117,39 @@ def test_a_model_that_changed_length_starts_the_index_again(lib, e, files):
     built = building.update_index(db, 'L', e, files, custom=())
     assert built.started_again and built.embedded == len(BOOKS)
     assert files.read('L', model=e.key).dim == EMBED_DIM
+
+
+def test_chapter_summaries_kept_join_the_entry_and_embed_it_again(lib, e, files, tmp_path, server):
+    """What the reader has read, summarized, is searched too: a summary made since the book was
+    embedded embeds it again; its citations are left out; nothing of the book's text goes but that
+    (the book has no file here at all, and the summaries end at the reader's place by making)."""
+    import time
+
+    from calibre_plugins.bookai.conversation.summaries import BookKey, Summary, SummaryCache
+    from calibre_plugins.bookai.library_search import read_so_far
+    from helpers.peers import RecordingProxy
+    db, ids = lib
+    cache = SummaryCache(str(tmp_path / 'summaries'))
+    building.update_index(db, 'L', e, files, custom=())
+    words = 'A submarine crew repairs a leaking hull beneath the polar ice.'
+    before = finding.search(db, 'L', files.read('L', model=e.key), e, words, k=1)
+    assert before[0].book_id != ids[8]
+    time.sleep(0.01)
+    cache.write(BookKey('L', ids[8], 'EPUB'), [Summary(
+        'm/x', 0, 'Chapter 1', 1, 4, True, 100, 'd' * 32,
+        'The clockmaker joins a submarine crew [2]; they mend the hull under the Arctic ice [3, 4].', time.time())])
+    kept = read_so_far.kept_summaries(cache, 'L')
+    assert list(kept) == [ids[8]]
+    text = read_so_far.summaries_text(cache, 'L', ids[8], kept[ids[8]][0])
+    assert text == 'The clockmaker joins a submarine crew; they mend the hull under the Arctic ice.'
+    with RecordingProxy(server.base_url) as proxy:
+        provider = get_provider('openai_compatible', settings={'base_url': proxy.base_url + '/v1'})
+        proxied = building.embedder(provider, server.model)
+        from unittest import mock
+        with mock.patch.object(building, 'SummaryCache', lambda: cache):
+            again = building.update_index(db, 'L', proxied, files, custom=())
+            assert again.embedded == 1, again
+            after = finding.search(db, 'L', files.read('L', model=e.key), e, words, k=1)
+    sent = b''.join(body for _m, _p, body in proxy.received)
+    assert b'submarine crew; they mend' in sent and b'[2]' not in sent
+    assert after[0].book_id == ids[8] and 'submarine' in after[0].why
