@@ -629,6 +629,9 @@ def decode_for_display(data: bytes, width: int, height: int) -> str:
 
 READERS_ELSEWHERE = {
     'core.isolated:process_memory': "reads this process's own /proc/self/status, nothing from outside",
+    'core.isolated:worker_figures': "reads what the kernel writes of Book AI's own worker process in /proc (its "
+                                    'memory, its limit, its CPU time), not what the work writes; what does not read '
+                                    'ends the watch',
     'core.errors:secrets_in_header': "decodes the reader's own header values (the settings), to know their secrets",
     'viewer.panel:viewer_current_style': "calibre's own reader of its own viewer session file (get_session_pref); "
                                          'the style goes back to calibre unchanged',
