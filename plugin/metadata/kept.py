@@ -170,7 +170,7 @@ def changed_since(db: Any, proposals: Iterable[Proposal]) -> set[tuple[int, str]
     """The proposals (book id, field) whose field is not as the job read it any more (changed by the
     reader since, or the book gone): Apply would not write them (changes.apply). On calibre's
     new_api; in a thread."""
-    found = set()
+    found: set[tuple[int, str]] = set()
     have = db.all_book_ids()
     for p in proposals:
         try:
