@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from qt.core import QDialog, QWidget
 
+from calibre_plugins.bookai.conversation.books import answer_language
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.gui.metadata_review import MetadataChoicesDialog, MetadataReview
 from calibre_plugins.bookai.gui.worker import run_in_thread
@@ -160,6 +161,11 @@ def fill_metadata(gui: 'Main', ids: Sequence[int]) -> 'ThreadedJob | None':
     if not ids:
         error(gui, _('No books selected'))
         return None
+    provider = chosen_provider()  # first: a reader with no provider is told before choosing fields
+    problem = provider.config.missing_setup() if provider is not None else _('No AI provider is chosen yet.')
+    if provider is None or problem:
+        error(gui, problem + ' ' + _('Nothing was sent. Set up a provider in the settings.'))
+        return None
     db = current_db(gui)
     d = MetadataChoicesDialog(len(ids), fillable_columns(db), gui)
     try:
@@ -168,12 +174,12 @@ def fill_metadata(gui: 'Main', ids: Sequence[int]) -> 'ThreadedJob | None':
         keys, instructions = d.chosen()
     finally:
         d.deleteLater()
-    return start_job(gui, ids, keys, instructions)
+    return start_job(gui, ids, keys, instructions, provider)
 
 
-def start_job(gui: 'Main', ids: Sequence[int], keys: Sequence[str], instructions: dict[str, str]
-              ) -> 'ThreadedJob | None':
-    """The one job that asks for the fields keys of the books ids, in calibre's Jobs panel."""
+def start_job(gui: 'Main', ids: Sequence[int], keys: Sequence[str], instructions: dict[str, str],
+              provider: 'AIProviderPlugin') -> 'ThreadedJob | None':
+    """The one job that asks provider for the fields keys of the books ids, in calibre's Jobs panel."""
     db = current_db(gui)
     try:
         fields = fields_of(db, keys, instructions)
@@ -183,15 +189,8 @@ def start_job(gui: 'Main', ids: Sequence[int], keys: Sequence[str], instructions
     if not fields:
         error(gui, _('Choose at least one field to fill.'))
         return None
-    provider = chosen_provider()
-    problem = provider.config.missing_setup() if provider is not None else _('No AI provider is chosen yet.')
-    if provider is None or problem:
-        error(gui, problem + ' ' + _('Nothing was sent. Set up a provider in the settings.'))
-        return None
     from calibre.gui2 import Dispatcher
     from calibre.gui2.threaded_jobs import ThreadedJob
-
-    from calibre_plugins.bookai.conversation.books import answer_language
     try:
         at_once = max(1, min(8, int(plugin_prefs()['metadata_requests_at_once'])))
     except (TypeError, ValueError):
