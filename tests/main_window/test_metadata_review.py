@@ -110,9 +110,9 @@ def choose(fields, instruction='', at_once=2):
     when_modal(act, MetadataChoicesDialog)
 
 
-def run_job(gui, ids, fields=FIELDS, instruction='the mood of the book in a word'):
+def run_job(gui, ids, fields=FIELDS, instruction='the mood of the book in a word', at_once=2):
     """The menu's Fill in metadata with AI… for ids, the job run to its end; the review it opens."""
-    choose(fields, instruction)
+    choose(fields, instruction, at_once)
     job = ma.fill_metadata(gui, ids)
     assert job is not None and job.killable
     wait_until(lambda: not ma.jobs, timeout=120)
@@ -279,6 +279,33 @@ def test_kept_for_later_then_discarded(qapp, prefs, library, said):
     ma.review_kept(gui)
     wait_until(lambda: said['info'], timeout=30)
     assert 'No metadata proposed by AI is waiting' in said['info'][-1][0]
+
+
+def test_stop_keeps_what_was_answered_and_asks_no_more(qapp, prefs, library, said):
+    import threading
+    answered, release = threading.Event(), threading.Event()
+
+    def slow(request):
+        if 'The Orchard' in request['messages'][-1]['content']:
+            release.wait(60)  # the second book's answer never comes before Stop
+        else:
+            answered.set()
+        return answer(request)
+
+    with ScriptedModel(slow) as model:
+        use_server(prefs, model.url)
+        gui = main_window(library)
+        choose(['tags'], at_once=1)
+        job = ma.fill_metadata(gui, [SECOND, THIRD])
+        wait_until(lambda: answered.is_set() and len(model.requests) == 2, timeout=60)
+        gui.job_manager.kill_job(job, None)  # the Jobs window's Stop
+        wait_until(lambda: not ma.jobs, timeout=60)
+        release.set()
+    assert job.killed and gui.job_failures == []
+    w = review_filled()
+    assert set(rows(w)) == {(SECOND, 'tags')}  # the book answered before Stop, and nothing after
+    assert 'Stopped: the books answered by then are shown.' in w.status.text()
+    w.close()
 
 
 def test_the_real_llama_server_is_asked_in_the_schema(qapp, prefs, library, said):
