@@ -6,6 +6,7 @@ random tiny model.
     python3 dev/screenshots.py                remake them into docs/screenshots/
     python3 dev/screenshots.py --novel-only   only the novel's (Story so far, X-Ray), the rest made before
     python3 dev/screenshots.py --lookups-only only the lookups' picture, the rest made before
+    python3 dev/screenshots.py --metadata-only only AI metadata's review, the rest made before
 
 It runs `dev/demo.py --gui` in a sandbox of its own (build/screenshots/): calibre's main
 window, the discussion window's Summarize and its answer from passages of the book, a passage
@@ -39,12 +40,15 @@ COPIED = {
     'discussion-recap.png': 'discussion-recap.png',
     'discussion-xray.png': 'discussion-xray.png',
     'discussion-lookups.png': 'discussion-lookups.png',
+    'metadata-review.png': 'metadata-review.png',
 }
 NOVEL = PROJECT / 'tests' / 'books' / 'pride-and-prejudice.epub'
 SECTIONS = '3'  # the title page, then Chapters 1 and 2 read: a few minutes of the model on two cores
 XRAY_NAME = 'Mr. Bennet'  # the entry the X-Ray's screenshot shows
 NOVEL_SHOTS = ('viewer-recap.png', 'viewer-xray.png', 'discussion-recap.png', 'discussion-xray.png',
                'discussion-lookups.png')
+METADATA_BOOKS = '10,1,3'  # the novel, the English and the French guides
+METADATA_FIELDS = 'tags,comments,languages'
 # the question of the lookups' picture
 LOOKUP_QUESTION = 'Search the book for Netherfield: who has taken it, and what do the Bennets hope?'
 
@@ -55,7 +59,9 @@ def say(*args):
 
 def main():
     lookups_only = '--lookups-only' in sys.argv[1:] and (OUT / 'library').exists()
-    novel_only = lookups_only or '--novel-only' in sys.argv[1:] and (OUT / 'library').exists()  # the demo's made before
+    metadata_only = '--metadata-only' in sys.argv[1:] and (OUT / 'library').exists()
+    novel_only = lookups_only or metadata_only or '--novel-only' in sys.argv[1:] and (
+        OUT / 'library').exists()  # the demo's made before
     if not novel_only:
         if OUT.exists():
             shutil.rmtree(OUT)
@@ -79,10 +85,15 @@ def main():
             explain(sandbox)
         if lookups_only:
             lookups(sandbox)
-        else:
+        elif not metadata_only:
             novel(sandbox)
+        if not novel_only or metadata_only:
+            metadata(sandbox, server)
     for made, name in COPIED.items():
         if novel_only and made not in NOVEL_SHOTS or lookups_only and made != 'discussion-lookups.png':
+            if not (metadata_only and made == 'metadata-review.png'):
+                continue
+        if metadata_only and made != 'metadata-review.png':
             continue
         shutil.copyfile(OUT / made, DOCS / name)
         say(f'{DOCS / name}')
@@ -154,6 +165,33 @@ def lookups(sandbox):
     if not got.get('l_lookups'):
         raise SystemExit('[screenshots] the model looked nothing up: see ' + str(report))
     say('Looked up:', got['l_lookups'], 'and answered:', got['l_answer'][:600])
+
+
+def metadata(sandbox, server):
+    """AI metadata's review in calibre's main window: Fill in metadata with AI… for the novel and two
+    guides, the demo's model asked for their tags, a description and languages; the review shown
+    once filled, then everything discarded (nothing written into the demo's library)."""
+    if not any((OUT / 'library').glob('*/Pride and Prejudice*')):
+        add_novel(sandbox)
+    report = OUT / 'metadata.json'
+    say('calibre\'s main window: Fill in metadata with AI, then its review')
+    subprocess.run(['calibre-debug', '-e', str(PROJECT / 'tests' / 'hosts' / 'probes' / 'metadata.py'),
+                    str(OUT / 'library')],
+                   env=dict(sandbox, BOOKAI_PROBE_OUT=str(report), BOOKAI_PROBE_METADATA_SERVER=server.base_url,
+                            BOOKAI_PROBE_MODEL=demo_model(), BOOKAI_PROBE_BOOKS=METADATA_BOOKS,
+                            BOOKAI_PROBE_FIELDS=METADATA_FIELDS, BOOKAI_PROBE_SHOT_ONLY='1',
+                            BOOKAI_PROBE_SHOTS=str(OUT), BOOKAI_PROBE_TIMEOUT='1500'),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    got = json.loads(report.read_text()) if report.exists() else {}
+    if not got.get('review', {}).get('rows'):
+        raise SystemExit('[screenshots] the review showed nothing: see ' + str(report))
+    for row in got['review']['texts']:
+        say('  ' + ' | '.join(row))
+
+
+def demo_model():
+    import demo
+    return demo.MODEL_NAME
 
 
 def add_novel(sandbox):

@@ -95,6 +95,18 @@ class BookAIAction(InterfaceAction):
         # its shortcut (if the reader gives it one) always works: Undo says when there is nothing to undo
         m.aboutToHide.connect(lambda: self.undo_cover_action.setEnabled(True))
         m.addSeparator()
+        cm(m, 'bookai-fill-metadata', _('&Fill in metadata with AI…'), shortcut=None, triggered=self.fill_metadata,
+           description=_('Tags, a description, languages and your own columns proposed for the selected books, '
+                         'to review before anything is written'))
+        self.review_metadata_action = cm(
+            m, 'bookai-review-metadata', _('Review &metadata kept for later…'), shortcut=None,
+            triggered=self.review_metadata, description=_('The metadata proposed by AI, waiting to be applied or '
+                                                          'discarded'))
+        cm(m, 'bookai-undo-metadata', _('Undo metadata c&hange'), shortcut=None, triggered=self.undo_metadata,
+           description=_('Put back the values Book AI last wrote into the metadata of this library'))
+        m.aboutToShow.connect(self.update_metadata_actions)
+        m.aboutToHide.connect(lambda: self.review_metadata_action.setVisible(True))
+        m.addSeparator()
         cm(m, 'bookai-history', _('&History'), shortcut=None, triggered=self.show_history,
            description=_('Conversations kept for this library'))
         cm(m, 'bookai-settings', _('&Settings'), shortcut=None, triggered=self.show_settings,
@@ -344,6 +356,39 @@ class BookAIAction(InterfaceAction):
         """The covers' module when it was used in this session, else None (and nothing imported)."""
         import sys
         return sys.modules.get('calibre_plugins.bookai.main_window.cover_actions')
+
+    # }}}
+
+    # AI metadata (main_window/metadata_actions.py, imported when one of them is chosen) {{{
+
+    def metadata_actions(self) -> 'ModuleType':
+        from calibre_plugins.bookai.main_window import metadata_actions  # late: see the module's docstring
+        return metadata_actions
+
+    def fill_metadata(self) -> None:
+        ids = list(self.gui.library_view.get_selected_ids())
+        if not ids:
+            error_dialog(self.gui, _('Fill in metadata with AI'), _('No books selected'), show=True)
+            return
+        self.metadata_actions().fill_metadata(self.gui, ids)
+
+    def review_metadata(self) -> None:
+        self.metadata_actions().review_kept(self.gui)
+
+    def undo_metadata(self) -> None:
+        self.metadata_actions().undo_metadata(self.gui)
+
+    def update_metadata_actions(self) -> None:
+        """Review metadata kept for later, shown only when proposals are kept for the library open:
+        only whether their file is there is looked at (metadata.kept, a few lines of file handling)."""
+        shown = True
+        try:
+            # on use: nothing of Book AI is imported until the reader opens it
+            from calibre_plugins.bookai.metadata.kept import KeptProposals
+            shown = KeptProposals().has(str(self.gui.current_db.new_api.library_id))
+        except Exception:  # an unreadable cache: the entry says so when chosen
+            pass
+        self.review_metadata_action.setVisible(shown)
 
     # }}}
 

@@ -105,43 +105,65 @@ def calibre_value(key: str, value: Any) -> Any:
     return value
 
 
-class MetadataUndo:
-    """The values Apply replaced, per library, newest last (see the module's doc)."""
+class LibraryFile:
+    """One JSON file of Book AI's cache per library (ROOT/LIBRARY.json), of one kind and version,
+    written privately (core.files.write_private) and read back as hostile (core.files.read_kept:
+    bounded, only a regular file); one that cannot be read, or holds what Book AI does not write
+    there, is set aside whole (never overwritten). The Undo of AI metadata and its proposals kept
+    for later (metadata/kept.py) are such files."""
+
+    kind, version, most_bytes, folder = KIND, VERSION, MAX_FILE_BYTES, 'metadata-undo'
 
     def __init__(self, root: str | None = None) -> None:
-        self.root = root or default_root()
+        self.root = root or default_root(self.folder)
 
     def path(self, library_id: str) -> str:
         name = library_id if PLAIN_ID.fullmatch(library_id or '') else hashlib.sha256(
             str(library_id).encode('utf-8', 'replace')).hexdigest()[:32]
         return os.path.join(self.root, name + '.json')
 
+    def read(self, library_id: str) -> dict | None:
+        """The file's object; None when there is none, or it was set aside (damaged)."""
+        path = self.path(library_id)
+        try:
+            return read_kept(path, self.most_bytes, self.kind, self.version)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, RecursionError, UnicodeError):
+            set_aside_if_can(path)
+            return None
+
+    def set_aside(self, library_id: str) -> None:
+        """The file holds what Book AI does not write there: none of it is obeyed, all kept aside."""
+        set_aside_if_can(self.path(library_id))
+
+    def write_data(self, library_id: str, data: dict) -> None:
+        import json
+        write_private(self.path(library_id), json.dumps(
+            dict(data, kind=self.kind, version=self.version), ensure_ascii=False).encode('utf-8'))
+
+
+class MetadataUndo(LibraryFile):
+    """The values Apply replaced, per library, newest last (see the module's doc)."""
+
     def sets(self, library_id: str) -> list[list[dict]]:
         """The kept Applies of library, oldest first: each its changes ({'book', 'field', 'before',
         'after'}). A file that cannot be read, or holds anything Book AI does not write there, is
         set aside whole, and there is nothing to undo."""
-        path = self.path(library_id)
-        try:
-            data = read_kept(path, MAX_FILE_BYTES, KIND, VERSION)
-        except FileNotFoundError:
-            return []
-        except (OSError, ValueError, RecursionError, UnicodeError):
-            set_aside_if_can(path)
+        data = self.read(library_id)
+        if data is None:
             return []
         raw = data.get('sets')
         found = [s.get('changes') for s in raw] if isinstance(raw, list) and len(raw) <= MAX_SETS and all(
             isinstance(s, dict) for s in raw) else None
         if found is None or not all(isinstance(c, list) and 0 < len(c) <= MAX_CHANGES and all(map(change_ok, c))
                                     for c in found):
-            set_aside_if_can(path)  # one change that is not one Book AI wrote: none is obeyed, all kept aside
+            self.set_aside(library_id)  # one change that is not one Book AI wrote: none is obeyed, all kept aside
             return []
         return found
 
     def write(self, library_id: str, sets: Sequence[list[dict]]) -> None:
-        import json
-        data = {'kind': KIND, 'version': VERSION, 'sets': [{'when': time.time(), 'changes': s}
-                                                           for s in list(sets)[-MAX_SETS:]]}
-        write_private(self.path(library_id), json.dumps(data, ensure_ascii=False).encode('utf-8'))
+        self.write_data(library_id, {'sets': [{'when': time.time(), 'changes': s} for s in list(sets)[-MAX_SETS:]]})
 
     def keep(self, library_id: str, changes: list[dict]) -> None:
         """changes kept as the newest Apply; raises OSError when they cannot be (nothing is written
@@ -162,9 +184,9 @@ def change_ok(c: object) -> bool:
     return True
 
 
-def default_root() -> str:
+def default_root(folder: str = 'metadata-undo') -> str:
     from calibre.constants import cache_dir  # late: only when Undo is used
-    return os.path.join(cache_dir(), 'bookai', 'metadata-undo')
+    return os.path.join(cache_dir(), 'bookai', folder)
 
 
 def apply(db: Any, library_id: str, proposals: Iterable[Proposal], undo: MetadataUndo) -> Applied:

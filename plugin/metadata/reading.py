@@ -61,3 +61,15 @@ def known_tags(db: Any) -> list[str]:
         return []
     ranked = sorted(names, key=lambda i: (-counts.get(i, 0), str(names[i]).lower()))
     return [str(names[i]) for i in ranked[:MAX_KNOWN_TAGS]]
+
+
+def fillable_columns(db: Any) -> list[Field]:
+    """The library's custom columns AI metadata can fill, in the order of their names (those of a
+    kind it cannot fill left out)."""
+    found = []
+    for key, column in db.field_metadata.custom_field_metadata().items():
+        try:
+            found.append(custom_field(key, column))
+        except NotFillable:
+            continue
+    return sorted(found, key=lambda f: f.label.casefold())

@@ -259,6 +259,11 @@ DEFAULTS = {
     'cover_aspect': '3:4',     # width:height, as calibre's default
     'cover_requests_at_once': 3,  # the bulk job's requests at once (1 to 8)
     'cover_undo_days': 30,     # how long a replaced cover is kept for Undo
+    # AI metadata (metadata/): the fields the window fills, as calibre lookup names, the reader's
+    # instruction for each, and the job's requests at once (1 to 8)
+    'metadata_fields': ['tags', 'comments'],
+    'metadata_instructions': {},
+    'metadata_requests_at_once': 3,
     # the text size of the chat (the conversation shown in the library's windows and the viewer's
     # panel), in percent of calibre's own text: one of CHAT_TEXT_SIZES
     'chat_text_size': 100,
@@ -298,6 +303,8 @@ PREF_KINDS.update({
     'cover_styles': list_of(a_dict),
     'cover_text': dict_of(same_kind(True)),
     'cover_templates': dict_of(text),
+    'metadata_fields': list_of(text),
+    'metadata_instructions': dict_of(text),
     'chat_text_size': one_of(*CHAT_TEXT_SIZES),
 })
 

@@ -360,6 +360,15 @@ def file_entries() -> list[Entry]:
               ('metadata.changes:MetadataUndo.sets', 'metadata.changes:change_ok', 'metadata.changes:kept_value',
                READ_KEPT, READ_REGULAR, 'core.limits:load_json'),
               S.MetadataUndoFile(FILE_ATTACKS + ('control_chars', 'numbers'))),
+        Entry('file/metadata_kept', "the values AI metadata proposed, kept for a later review "
+              "(cache/bookai/metadata-kept/LIBRARY.json)", 'metadata.kept:KeptProposals.review', 'file',
+              ('metadata.kept:MAX_FILE_BYTES', *JSON, 'metadata.kept:MAX_PROPOSALS', 'metadata.kept:MAX_LABEL_CHARS',
+               'metadata.kept:MAX_TITLE_CHARS', 'metadata.kept:MAX_NOTES', 'metadata.kept:MAX_NOTE_CHARS',
+               'metadata.kept:MAX_NEW_TAGS', 'metadata.changes:MAX_VALUE_CHARS', 'metadata.changes:MAX_LIST_VALUES'),
+              FILE_ATTACKS + ('control_chars', 'numbers'),
+              ('metadata.kept:KeptProposals.review', 'metadata.changes:LibraryFile.read', 'metadata.kept:proposal_of',
+               'metadata.changes:kept_value', READ_KEPT, READ_REGULAR, 'core.limits:load_json'),
+              S.MetadataKeptFile(FILE_ATTACKS + ('control_chars', 'numbers'))),
         Entry('file/library_vectors', "a library's books' vectors, for search by meaning "
               '(cache/bookai/library-vectors/LIBRARY.vectors)', 'library_search.vectors:VectorFiles.read', 'file',
               ('library_search.vectors:MAX_FILE_BYTES', 'library_search.vectors:MAX_HEADER_BYTES', *JSON,

@@ -861,6 +861,35 @@ class MetadataUndoFile(FileSurface):
         return seen
 
 
+class MetadataKeptFile(FileSurface):
+    """The proposals of AI metadata kept for later (metadata/kept.py), read when the review opens:
+    only ever written through metadata.changes.apply, but a file holding anything Book AI does not
+    write there is set aside whole and nothing of it is shown (quiet: the review then says nothing
+    is waiting)."""
+
+    name = 'metadata-kept/lib.json'
+    bound = 'metadata.kept:MAX_FILE_BYTES'
+    quiet = True
+
+    def good_value(self, where: Path) -> Any:
+        changes, kept = plugin('metadata.changes'), plugin('metadata.kept')
+        store = kept.KeptProposals(str(where / 'good-kept'))
+        store.add('lib', [changes.Proposal('lib', 1, 'tags', 'Tags', ('Manual',), ('Manual', 'Ebooks'), ('Ebooks',),
+                                           ('Tags: one value was a sentence, not a tag: left out.',)),
+                          changes.Proposal('lib', 1, '#level', 'Reading level', None, 7)], {1: 'The Guide'})
+        return json.loads(Path(store.path('lib')).read_text(encoding='utf-8'))
+
+    def read(self, path: Path, where: Path, ctx: Context) -> Observed:
+        kept = plugin('metadata.kept')
+        review = kept.KeptProposals(str(path.parent)).review('lib')
+        seen = Observed(facts={'count': len(review.proposals)})
+        seen.shown = [kept.shown(p.key, v, p.new_tags) for p in review.proposals for v in (p.old, p.new)]
+        seen.shown += [p.label for p in review.proposals] + [n for p in review.proposals for n in p.notes]
+        seen.shown += list(review.titles.values())
+        seen.facts['numbers'] = [p.new for p in review.proposals if isinstance(p.new, (int, float))]
+        return seen
+
+
 class SummariesFile(FileSurface):
     """A book's chapter summaries (conversation/summaries.py), read for a recap, said when set aside,
     then a summary kept: written anew, never over a damaged file."""

@@ -11,7 +11,8 @@ from helpers.sandbox import tracebacks
 
 MENU = ['Discuss selected book(s)', 'Quick actions', 'Ask for what to read next', 'Ask my library',
         'Make chapter summaries', 'Generate cover…',
-        'Generate covers for the selected books…', 'Review generated covers…', 'Undo cover change', 'History',
+        'Generate covers for the selected books…', 'Review generated covers…', 'Undo cover change',
+        'Fill in metadata with AI…', 'Review metadata kept for later…', 'Undo metadata change', 'History',
         'Settings', 'About Book AI']
 
 
@@ -96,7 +97,8 @@ def test_a_users_icon_override_wins(sandbox, plugin_zip, library):
 MENU_MSGIDS = ['&Discuss selected book(s)', '&Quick actions', 'Ask for what to &read next', 'Ask my &library',
                'Ma&ke chapter summaries',
                '&Generate cover…', 'Generate &covers for the selected books…', 'Re&view generated covers…',
-               '&Undo cover change', '&History', '&Settings', 'About Book AI']
+               '&Undo cover change', '&Fill in metadata with AI…', 'Review &metadata kept for later…',
+               'Undo metadata c&hange', '&History', '&Settings', 'About Book AI']
 TAB_MSGIDS = ['&Provider', '&Library actions', 'Read&ing', '&Book fields', '&Sent to the AI', 'Sa&ve to book',
               'Cover art&work']
 SHOWN_IN_README = ('fr', 'ja', 'ru')
@@ -133,6 +135,49 @@ def test_entries_in_calibres_menus(sandbox, plugin_zip, library, host):
         assert similar.count('Ask AI for what to read next') == 1 and 'Ask Book AI for what to read next' not in similar
     sc = report['shortcuts']
     assert sc['history']['keys'] == [] and sc['settings']['keys'] == []  # listed, for the user to set
+
+
+def test_metadata_in_calibre(sandbox, plugin_zip, artifacts):
+    """AI metadata in calibre's real main window: the menu's entries, the choices dialog, one job in
+    calibre's Jobs panel, the review filled, Apply all, Undo metadata change putting back the exact
+    values; the main window's event loop never waits long meanwhile (kept, not asserted)."""
+    from helpers.books import quick_start_epub
+    from helpers.scripted_model import ScriptedModel
+
+    def answer(request):
+        asked = request['response_format']['json_schema']['schema']['properties']
+        given = {'tags': ['Guides', 'Ebook management'], 'description': 'A short guide to calibre.',
+                 'languages': ['English', 'German']}
+        return json.dumps({k: v for k, v in given.items() if k in asked})
+
+    library = sandbox.make_library(quick_start_epub(), quick_start_epub('deu'))
+    sandbox.install(plugin_zip)
+    with ScriptedModel(answer) as model:
+        report, r = sandbox.probe('metadata', [library], timeout=240, env={
+            'BOOKAI_PROBE_METADATA_SERVER': model.url, 'BOOKAI_PROBE_SHOTS': str(artifacts),
+            'BOOKAI_PROBE_FIELDS': 'tags,languages', 'BOOKAI_PROBE_BOOKS': '1,2'})
+        asked = len(model.requests)
+    (artifacts / 'metadata-in-calibre.json').write_text(json.dumps(report, indent=1))
+    (artifacts / 'metadata-in-calibre-output.txt').write_text(r.output)
+    assert report['probed'] and not report['timeout'] and 'waited_for' not in report, (report, r)
+    assert not tracebacks(r.output), r
+    assert report['module_before'] is False  # nothing of AI metadata loaded until it is used
+    assert report['menu_before']['Fill in metadata with AI…'] and report['menu_before']['Undo metadata change']
+    assert report['menu_before']['Review metadata kept for later…'] is False  # nothing kept yet
+    assert report['menu_with_review']['Review metadata kept for later…'] is True
+    assert report['dialog']['ticked'] == ['tags', 'languages'] and asked == 2
+    assert report['jobs'] == ['Book AI: metadata of 2 books']
+    assert report['review']['rows'] == 4
+    assert sum('Ebook management (new)' in row[3] for row in report['review']['texts']) == 2
+    applied = report['values_applied']
+    assert applied['1:languages'] == ['eng', 'deu'] and 'Ebook management' in applied['1:tags']
+    assert '4 values written' in report['applied_status']
+    assert report['values_undone'] == report['values_before']  # exactly as it was
+    assert report['infos'] == ['4 values put back.']
+    assert report['menu_after']['Review metadata kept for later…'] is False
+    (artifacts / 'metadata-in-calibre-pauses.json').write_text(json.dumps({
+        'longest_pause_s': report['longest_pause'], 'in': report['longest_pause_in'],
+        'stacks': report['pause_stacks']}, indent=1))
 
 
 CALIBRES_KEYS = {'discuss': 'Ctrl+Alt+A', 'read-next': 'Ctrl+Shift+A'}  # calibre's AI's (8.16+)

@@ -12,60 +12,13 @@ $BOOKAI_PROBE_SHOTS: a folder for screenshots. Writes its JSON report to $BOOKAI
 
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from main_window_start import no_usb_scan, run_main_window  # noqa: E402
+from pauses import Pauses  # noqa: E402
 from report import Report, later  # noqa: E402
 
 report = Report(started=False, probed=False)
-
-
-class Pauses:
-    """The longest wait of the GUI thread's event loop: a timer every 5 ms, and the largest gap
-    between two of its ticks beyond those 5 ms."""
-
-    def __init__(self):
-        import threading
-        from qt.core import QTimer
-        self.last, self.longest, self.where = None, 0.0, ''
-        self.phase = ''
-        self.timer = QTimer()
-        self.timer.setInterval(5)
-        self.timer.timeout.connect(self.tick)
-        self.stacks = []  # where the GUI thread was, in a wait of more than 40 ms (sampled by a thread)
-        self.gui_thread = threading.get_ident()
-        threading.Thread(target=self.watch, daemon=True).start()
-
-    def watch(self):
-        import traceback
-        while True:
-            time.sleep(0.02)
-            last = self.last
-            if last is not None and time.monotonic() - last > 0.04 and len(self.stacks) < 30:
-                frame = sys._current_frames().get(self.gui_thread)
-                if frame is not None:
-                    self.stacks.append([self.phase, round(time.monotonic() - last, 3)] + [
-                        f'{f.filename.rpartition("/")[2]}:{f.lineno} {f.name}'
-                        for f in traceback.extract_stack(frame)[-8:]])
-
-    def start(self, phase):
-        self.phase = phase
-        self.last = time.monotonic()
-        if not self.timer.isActive():
-            self.timer.start()
-
-    def tick(self):
-        now = time.monotonic()
-        if self.last is not None:
-            gap = now - self.last - 0.005
-            if gap > self.longest:
-                self.longest, self.where = gap, self.phase
-        self.last = now
-
-    def stop(self):
-        self.timer.stop()
-        self.last = None
 
 
 def menu_state(gui, ac):
