@@ -272,6 +272,8 @@ def add_metadata(sub: 'argparse._SubParsersAction') -> None:
                    help=_('What a field is to hold, in your words (repeatable): "#mood=the mood of the book in a '
                           'word"'))
     m.add_argument('--at-once', type=int, default=2, metavar='N', help=_('Requests at once (default: 2, at most 8)'))
+    m.add_argument('--with-text', action='store_true', help=_("Send the opening of each book's text too (its first "
+                                                              'pages, past your place in a book not yet read)'))
     m.add_argument('--apply', action='store_true', help=_('Write the values given into the library'))
     m.add_argument('--undo', action='store_true', help=_('Put back the values the last --apply replaced'))
 
@@ -883,7 +885,8 @@ def metadata(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> 
     answers = []
     cancel = CancelToken()
     with ctrl_c_cancels(cancel):
-        for answer in ask_books(run, books_read(db, library_id, args.books, fields), args.at_once, cancel):
+        for answer in ask_books(run, books_read(db, library_id, args.books, fields, args.with_text), args.at_once,
+                                cancel):
             answers.append(answer)
             say(stdout, metadata_answer_text(answer))
     if cancel.cancelled:

@@ -89,6 +89,10 @@ class MetadataChoicesDialog(QDialog):
         at_once.addWidget(self.at_once)
         at_once.addStretch(1)
         layout.addLayout(at_once)
+        self.book_text = QCheckBox(_("Send the opening of each book's text too (its first pages: the model then "
+                                     'reads beyond your place in a book not yet read)'), self)
+        self.book_text.setChecked(bool(prefs['metadata_book_text']))
+        layout.addWidget(self.book_text)
         self.bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel, self)
         self.start_button = self.bb.addButton(_('&Ask the model'), QDialogButtonBox.ButtonRole.AcceptRole)
         self.bb.accepted.connect(self.accept)
@@ -113,6 +117,7 @@ class MetadataChoicesDialog(QDialog):
         prefs = plugin_prefs()
         prefs['metadata_fields'] = keys
         prefs['metadata_instructions'] = instructions
+        prefs['metadata_book_text'] = self.book_text.isChecked()
         prefs['metadata_requests_at_once'] = self.at_once.value()
         super().accept()
 
@@ -151,7 +156,7 @@ class MetadataReview(QDialog):
         books = len({p.book_id for p in self.proposals})
         head = ngettext('The model proposes {values} for {count} book of the library {library}.',
                         'The model proposes {values} for {count} books of the library {library}.', books).format(
-            count=books, library=self.library_name, values=ngettext('{n} value', '{n} values', len(
+            count=books, library=f'\u201c{self.library_name}\u201d', values=ngettext('{n} value', '{n} values', len(
                 self.proposals)).format(n=len(self.proposals)))
         head += ' ' + _('Tick the ones to write: nothing is written until you apply it, and Undo metadata change '
                         'puts the old values back.')

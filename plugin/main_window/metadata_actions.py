@@ -120,14 +120,14 @@ class JobResult:
 
 
 def metadata_job(db: Any, library_id: str, library_path: str, ids: Sequence[int], fields: Sequence[Field],
-                 provider: 'AIProviderPlugin', model: str, language: str, at_once: int,
+                 provider: 'AIProviderPlugin', model: str, language: str, at_once: int, with_text: bool = False,
                  abort: threading.Event | None = None, log: Any = None, notifications: Any = None) -> JobResult:
     """The job's work, in calibre's job thread: the books read, asked, and the proposals kept for
     review (see the module's doc). calibre's Stop (abort) stops the requests under way."""
     tell = job_progress(notifications)
     result = JobResult(library_id, library_path)
     with job_cancel(abort, 'BookAI-metadata-stop') as cancel:
-        books = books_read(db, library_id, ids, fields)
+        books = books_read(db, library_id, ids, fields, with_text)
         run = Asking(provider, model, fields, {'tags': known_tags(db)}, language)
         tell(0.0, ngettext('Asking for the metadata of {count} book', 'Asking for the metadata of {count} books',
                            len(books)).format(count=len(books)))
@@ -201,7 +201,8 @@ def start_job(gui: 'Main', ids: Sequence[int], keys: Sequence[str], instructions
     description = ngettext('Book AI: metadata of {count} book', 'Book AI: metadata of {count} books',
                            len(ids)).format(count=len(ids))
     job = ThreadedJob(JOB_TYPE, description, metadata_job,
-                      (db, library_id, library_path, list(ids), fields, provider, model, answer_language(), at_once),
+                      (db, library_id, library_path, list(ids), fields, provider, model, answer_language(), at_once,
+                       bool(plugin_prefs()['metadata_book_text'])),
                       {}, Dispatcher(lambda job: job_done(gui, job)), max_concurrent_count=1, killable=True)
     run_job(gui, job, jobs)
     say(gui, ngettext('Book AI: asking for the metadata of the selected book; it is shown for review when done.',

@@ -11,7 +11,7 @@ from typing import Any
 
 from calibre_plugins.bookai.conversation.books import book_info
 from calibre_plugins.bookai.conversation.prompts import describe_book
-from calibre_plugins.bookai.metadata.asking import MAX_KNOWN_TAGS, BookRead
+from calibre_plugins.bookai.metadata.asking import MAX_KNOWN_TAGS, MAX_TEXT_CHARS, BookRead
 from calibre_plugins.bookai.metadata.fields import STANDARD, Field, NotFillable, custom_field, standard_field
 
 load_translations()
@@ -39,17 +39,44 @@ def fields_of(db: Any, keys: Iterable[str], instructions: Mapping[str, str] | No
     return found
 
 
-def books_read(db: Any, library_id: str, book_ids: Sequence[int], fields: Sequence[Field]) -> list[BookRead]:
+def books_read(db: Any, library_id: str, book_ids: Sequence[int], fields: Sequence[Field],
+               with_text: bool = False) -> list[BookRead]:
     """The books of book_ids (at most MAX_BOOKS; ids the library does not have are left out) as the
     job reads them when it begins: their details as the model is sent a book's details, and the
-    values of fields then."""
+    values of fields then; with_text (the reader agreed, as to the scope Whole book): the opening
+    of each book's text too (opening())."""
     have = db.all_book_ids()
     read = []
     for book_id in [b for b in dict.fromkeys(book_ids) if b in have][:MAX_BOOKS]:
         info = book_info(db, book_id)
         values = {f.key: db.field_for(f.key, book_id) for f in fields}
-        read.append(BookRead(library_id, book_id, info.title, describe_book(info, 0, 1), values))
+        read.append(BookRead(library_id, book_id, info.title, describe_book(info, 0, 1), values,
+                             opening(db, book_id) if with_text else ''))
     return read
+
+
+def opening(db: Any, book_id: int, most: int = MAX_TEXT_CHARS) -> str:
+    """The first most characters of a book's text, its paragraphs in order, read as every question
+    reads it (from the text cache, else read now: conversation.question.library_book_text); '' for
+    a book with no readable format, or one that cannot be read."""
+    from calibre_plugins.bookai.conversation.question import library_book_text
+    from calibre_plugins.bookai.grounding.extract import UnreadableBook
+    from calibre_plugins.bookai.grounding.formats import choose_format
+    fmt = choose_format(db.formats(book_id))
+    if fmt is None:
+        return ''
+    try:
+        book, _index = library_book_text(db, book_id, fmt)
+    except UnreadableBook:
+        return ''
+    out: list[str] = []
+    size = 0
+    for p in book.paragraphs:
+        if size >= most:
+            break
+        out.append(p.text[:most - size])
+        size += len(out[-1]) + 2
+    return '\n\n'.join(out)[:most]
 
 
 def known_tags(db: Any) -> list[str]:

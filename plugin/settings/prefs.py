@@ -264,6 +264,7 @@ DEFAULTS = {
     'metadata_fields': ['tags', 'comments'],
     'metadata_instructions': {},
     'metadata_requests_at_once': 3,
+    'metadata_book_text': False,  # the opening of each book's text sent too (the reader's consent)
     # the text size of the chat (the conversation shown in the library's windows and the viewer's
     # panel), in percent of calibre's own text: one of CHAT_TEXT_SIZES
     'chat_text_size': 100,

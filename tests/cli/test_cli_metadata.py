@@ -67,3 +67,26 @@ def test_what_cannot_be_done_is_said(cli, sandbox):
         r = cli('metadata', '99', '--library', lib)
         assert r.returncode == 2 and '99' in r.stderr
         assert model.requests == []  # nothing was asked
+
+
+def test_the_books_text_goes_only_with_with_text_and_only_its_opening(cli, sandbox):
+    lib = library_with_columns(sandbox, columns=COLUMNS, values=VALUES)
+    with ScriptedModel(answer) as model:
+        assert cli('configure', 'openai_compatible', f'base_url={model.url}/v1', 'model=tiny', '--use').returncode == 0
+        without = cli('metadata', str(BOOK), '--library', lib, '--fields', 'tags')
+        assert without.returncode == 0, without
+        with_text = cli('metadata', str(BOOK), '--library', lib, '--fields', 'tags', '--with-text')
+        assert with_text.returncode == 0, with_text
+        first, second = (r['messages'][-1]['content'] for r in model.requests)
+    assert 'The opening of the book:' not in first and 'The opening of the book:' in second
+    from calibre_plugins.bookai.metadata.asking import MAX_TEXT_CHARS
+    from calibre_plugins.bookai.metadata.reading import opening as book_opening
+    from helpers.book_fields import open_library
+    cache = open_library(lib)
+    try:
+        whole = book_opening(cache, BOOK, 10 ** 7)
+    finally:
+        cache.close()
+    assert len(whole) > MAX_TEXT_CHARS + 1000
+    assert whole[:MAX_TEXT_CHARS] in second  # the guide's first pages
+    assert whole[MAX_TEXT_CHARS:MAX_TEXT_CHARS + 1000] not in second  # and nothing after them
