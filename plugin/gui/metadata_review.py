@@ -18,7 +18,7 @@ from typing import Any
 
 from qt.core import (
     QAbstractItemView, QCheckBox, QDialog, QDialogButtonBox, QGridLayout, QHBoxLayout, QHeaderView, QLabel,
-    QLineEdit, QPushButton, QSize, QSpinBox, Qt, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QLineEdit, QSize, QSpinBox, Qt, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
 from calibre_plugins.bookai.core.printable import one_line
@@ -26,6 +26,7 @@ from calibre_plugins.bookai.metadata.asking import MOST_AT_ONCE
 from calibre_plugins.bookai.metadata.changes import Applied, MetadataUndo, Proposal, apply
 from calibre_plugins.bookai.metadata.fields import MAX_INSTRUCTION_CHARS, Field, standard_field
 from calibre_plugins.bookai.metadata.kept import KeptProposals, KeptReview, changed_since, shown
+from calibre_plugins.bookai.gui.review import add_review_buttons
 from calibre_plugins.bookai.gui.worker import run_in_steps, run_in_thread
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
@@ -184,27 +185,8 @@ class MetadataReview(QDialog):
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.status.setVisible(bool(problems))
         layout.addWidget(self.status)
-        buttons = QHBoxLayout()
-        self.all_button = QPushButton(_('Select &all'), self)
-        self.all_button.clicked.connect(lambda: self.check_all(True))
-        self.none_button = QPushButton(_('Select &none'), self)
-        self.none_button.clicked.connect(lambda: self.check_all(False))
-        buttons.addWidget(self.all_button)
-        buttons.addWidget(self.none_button)
-        buttons.addStretch(1)
-        layout.addLayout(buttons)
-        self.bb = QDialogButtonBox(self)
-        self.apply_selected_button = self.bb.addButton(_('Apply &selected'), QDialogButtonBox.ButtonRole.AcceptRole)
-        self.apply_selected_button.clicked.connect(self.apply_selected)
-        self.apply_all_button = self.bb.addButton(_('Apply a&ll'), QDialogButtonBox.ButtonRole.AcceptRole)
-        self.apply_all_button.clicked.connect(self.apply_all)
-        self.discard_button = self.bb.addButton(_('&Discard'), QDialogButtonBox.ButtonRole.DestructiveRole)
-        self.discard_button.clicked.connect(self.discard)
-        self.close_button = self.bb.addButton(QDialogButtonBox.StandardButton.Close)
-        self.close_button.setToolTip(_('Keep the proposals for later: Book AI → Review metadata kept for later '
-                                       'shows them again'))
-        self.close_button.clicked.connect(self.reject)
-        layout.addWidget(self.bb)
+        add_review_buttons(self, self, layout, _('Keep the proposals for later: Book AI → Review metadata kept '
+                                                 'for later shows them again'))
         self.update_state()
 
     # filling in, a few rows a step {{{

@@ -35,8 +35,8 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from qt.core import (
-    QApplication, QCheckBox, QDialog, QDialogButtonBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QObject, QPixmap,
-    QPushButton, QScrollArea, QSize, Qt, QVBoxLayout, QWidget,
+    QApplication, QCheckBox, QDialog, QFrame, QGridLayout, QLabel, QObject, QPixmap, QScrollArea, QSize, Qt,
+    QVBoxLayout, QWidget,
 )
 
 from calibre_plugins.bookai.core.errors import ProviderError
@@ -51,6 +51,7 @@ from calibre_plugins.bookai.covers.prompt import CoverChoices
 from calibre_plugins.bookai.covers.undo import CoverUndo, KeptCover, UndoNotKept
 from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
 from calibre_plugins.bookai.gui.image_decoding import qimage
+from calibre_plugins.bookai.gui.review import add_review_buttons
 from calibre_plugins.bookai.gui.worker import run_in_steps, run_in_thread
 from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress, run_job
 from calibre_plugins.bookai.providers.pricing import cost_text, total_cost
@@ -504,27 +505,8 @@ class CoverReview(QDialog):
         self.failures.setVisible(bool(lines))
         layout.addWidget(self.failures)
 
-        buttons = QHBoxLayout()
-        self.all_button = QPushButton(_('Select &all'), self)
-        self.all_button.clicked.connect(lambda: self.check_all(True))
-        self.none_button = QPushButton(_('Select &none'), self)
-        self.none_button.clicked.connect(lambda: self.check_all(False))
-        buttons.addWidget(self.all_button)
-        buttons.addWidget(self.none_button)
-        buttons.addStretch(1)
-        layout.addLayout(buttons)
-        self.bb = QDialogButtonBox(self)
-        self.apply_selected_button = self.bb.addButton(_('Apply &selected'), QDialogButtonBox.ButtonRole.AcceptRole)
-        self.apply_selected_button.clicked.connect(self.apply_selected)
-        self.apply_all_button = self.bb.addButton(_('Apply a&ll'), QDialogButtonBox.ButtonRole.AcceptRole)
-        self.apply_all_button.clicked.connect(self.apply_all)
-        self.discard_button = self.bb.addButton(_('&Discard'), QDialogButtonBox.ButtonRole.DestructiveRole)
-        self.discard_button.clicked.connect(self.discard)
-        self.close_button = self.bb.addButton(QDialogButtonBox.StandardButton.Close)
-        self.close_button.setToolTip(_('Keep the new covers for later: Book AI → Review generated covers… shows them '
-                                       'again'))
-        self.close_button.clicked.connect(self.reject)
-        layout.addWidget(self.bb)
+        add_review_buttons(self, self, layout, _('Keep the new covers for later: Book AI → Review generated '
+                                                 'covers… shows them again'))
         self.update_state()
 
     def check_all(self, on: bool) -> None:
