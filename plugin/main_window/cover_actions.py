@@ -53,7 +53,9 @@ from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
 from calibre_plugins.bookai.gui.image_decoding import qimage
 from calibre_plugins.bookai.gui.review import add_review_buttons
 from calibre_plugins.bookai.gui.worker import run_in_steps, run_in_thread
-from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress, run_job
+from calibre_plugins.bookai.main_window.threaded_job import (
+    job_cancel, job_progress, job_result, requests_at_once, start_job,
+)
 from calibre_plugins.bookai.providers.pricing import cost_text, total_cost
 from calibre_plugins.bookai.settings.prefs import plugin_prefs
 
@@ -330,26 +332,20 @@ def generate_covers(gui: 'Main', ids: Sequence[int]) -> 'ThreadedJob | None':
     if provider is None or problem:  # no provider has a problem too: problem says so
         error(gui, _('No AI provider'), problem)
         return None
-    return start_job(gui, ids, choices, provider)
+    return start_covers_job(gui, ids, choices, provider)
 
 
-def start_job(gui: 'Main', ids: Sequence[int], choices: CoverChoices, provider: 'AIProviderPlugin') -> 'ThreadedJob':
+def start_covers_job(gui: 'Main', ids: Sequence[int], choices: CoverChoices, provider: 'AIProviderPlugin') -> 'ThreadedJob':
     """The one job that makes the covers of ids, in calibre's Jobs panel."""
-    from calibre.gui2 import Dispatcher
-    from calibre.gui2.threaded_jobs import ThreadedJob
     db = current_db(gui)
     library_id = library_id_of(db)
     library_path = str(getattr(gui.current_db, 'library_path', '') or '')
-    try:
-        at_once = max(1, min(8, int(plugin_prefs()['cover_requests_at_once'])))
-    except (TypeError, ValueError):
-        at_once = 3
+    at_once = requests_at_once('cover_requests_at_once')
     description = ngettext('Book AI: a cover for {count} book', 'Book AI: covers for {count} books',
                            len(ids)).format(count=len(ids))
-    job = ThreadedJob(JOB_TYPE, description, make_covers,
-                      (db, list(ids), choices, provider, at_once, library_id, library_path), {},
-                      Dispatcher(lambda job: job_done(gui, job)), max_concurrent_count=1, killable=True)
-    run_job(gui, job, jobs)
+    job = start_job(gui, JOB_TYPE, description, make_covers,
+                    (db, list(ids), choices, provider, at_once, library_id, library_path),
+                    lambda job: job_done(gui, job), jobs)
     say(gui, ngettext('Book AI: making a cover for the selected book; it is shown for review when done.',
                       'Book AI: making covers for {count} books; they are shown for review when done.',
                       len(ids)).format(count=len(ids)), 3000)
@@ -358,11 +354,8 @@ def start_job(gui: 'Main', ids: Sequence[int], choices: CoverChoices, provider: 
 
 def job_done(gui: 'Main', job: 'ThreadedJob') -> None:
     """The job ended (finished, stopped or failed): review its covers, here or once their library is open."""
-    jobs.discard(job)
-    result: JobResult | None = getattr(job, 'result', None)
-    if not isinstance(result, JobResult):
-        if job.failed and not getattr(job, 'killed', False):
-            gui.job_exception(job, dialog_title=_('Covers could not be made'))
+    result = job_result(gui, job, JobResult, jobs, _('Covers could not be made'))
+    if result is None:
         return
     if not any(o.status in ('made', 'failed') for o in result.outcomes):
         staging_dir = result.staging_dir  # the closure's own: the check above does not reach into it

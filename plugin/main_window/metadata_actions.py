@@ -29,7 +29,9 @@ from calibre_plugins.bookai.conversation.books import answer_language
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.gui.metadata_review import MetadataChoicesDialog, MetadataReview
 from calibre_plugins.bookai.gui.worker import run_in_thread
-from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress, run_job
+from calibre_plugins.bookai.main_window.threaded_job import (
+    job_cancel, job_progress, job_result, requests_at_once, start_job,
+)
 from calibre_plugins.bookai.metadata.asking import Asking, BookAnswer, ask_books
 from calibre_plugins.bookai.metadata.changes import MetadataUndo, Undone, undo_last
 from calibre_plugins.bookai.metadata.fields import Field, NotFillable
@@ -174,10 +176,10 @@ def fill_metadata(gui: 'Main', ids: Sequence[int]) -> 'ThreadedJob | None':
         keys, instructions = d.chosen()
     finally:
         d.deleteLater()
-    return start_job(gui, ids, keys, instructions, provider)
+    return start_fill_job(gui, ids, keys, instructions, provider)
 
 
-def start_job(gui: 'Main', ids: Sequence[int], keys: Sequence[str], instructions: dict[str, str],
+def start_fill_job(gui: 'Main', ids: Sequence[int], keys: Sequence[str], instructions: dict[str, str],
               provider: 'AIProviderPlugin') -> 'ThreadedJob | None':
     """The one job that asks provider for the fields keys of the books ids, in calibre's Jobs panel."""
     db = current_db(gui)
@@ -189,22 +191,15 @@ def start_job(gui: 'Main', ids: Sequence[int], keys: Sequence[str], instructions
     if not fields:
         error(gui, _('Choose at least one field to fill.'))
         return None
-    from calibre.gui2 import Dispatcher
-    from calibre.gui2.threaded_jobs import ThreadedJob
-    try:
-        at_once = max(1, min(8, int(plugin_prefs()['metadata_requests_at_once'])))
-    except (TypeError, ValueError):
-        at_once = 3
+    at_once = requests_at_once('metadata_requests_at_once')
     library_id = str(db.library_id)
     library_path = str(getattr(gui.current_db, 'library_path', '') or '')
     model = provider.config.option('model') or ''
     description = ngettext('Book AI: metadata of {count} book', 'Book AI: metadata of {count} books',
                            len(ids)).format(count=len(ids))
-    job = ThreadedJob(JOB_TYPE, description, metadata_job,
-                      (db, library_id, library_path, list(ids), fields, provider, model, answer_language(), at_once,
-                       bool(plugin_prefs()['metadata_book_text'])),
-                      {}, Dispatcher(lambda job: job_done(gui, job)), max_concurrent_count=1, killable=True)
-    run_job(gui, job, jobs)
+    job = start_job(gui, JOB_TYPE, description, metadata_job,
+                    (db, library_id, library_path, list(ids), fields, provider, model, answer_language(), at_once,
+                     bool(plugin_prefs()['metadata_book_text'])), lambda job: job_done(gui, job), jobs)
     say(gui, ngettext('Book AI: asking for the metadata of the selected book; it is shown for review when done.',
                       'Book AI: asking for the metadata of {count} books; they are shown for review when done.',
                       len(ids)).format(count=len(ids)), 3000)
@@ -214,11 +209,8 @@ def start_job(gui: 'Main', ids: Sequence[int], keys: Sequence[str], instructions
 def job_done(gui: 'Main', job: 'ThreadedJob') -> None:
     """The job ended (finished, stopped or failed): its proposals reviewed, here or once their library
     is open again."""
-    jobs.discard(job)
-    result = getattr(job, 'result', None)
-    if not isinstance(result, JobResult):
-        if job.failed and not getattr(job, 'killed', False):
-            gui.job_exception(job, dialog_title=_('Metadata could not be filled in'))
+    result = job_result(gui, job, JobResult, jobs, _('Metadata could not be filled in'))
+    if result is None:
         return
     proposals = result.proposals
     if not proposals:

@@ -26,7 +26,7 @@ from calibre_plugins.bookai.conversation.recap import needs_consent, remember_co
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.gui.worker import run_in_thread
-from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress, run_job
+from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress, job_result, start_job
 from calibre_plugins.bookai.providers.registry import chosen_provider
 
 if TYPE_CHECKING:
@@ -120,14 +120,10 @@ def start(gui: 'Main', plans: Plans, provider: 'AIProviderPlugin', library_id: s
             say(gui, _('Book AI: nothing was sent.'), 5000)
             return False
         remember_consent(provider, plans.consent_keys)
-    from calibre.gui2 import Dispatcher
-    from calibre.gui2.threaded_jobs import ThreadedJob
     books = [(library_id, b.book_id) for b in plans.books]
     description = ngettext('Book AI: chapter summaries of {count} book', 'Book AI: chapter summaries of {count} books',
                            len(plans.books)).format(count=len(plans.books))
-    job = ThreadedJob(JOB_TYPE, description, summaries_job, (plans, provider), {},
-                      Dispatcher(lambda job: job_done(gui, job, books)), max_concurrent_count=1, killable=True)
-    run_job(gui, job, jobs)
+    start_job(gui, JOB_TYPE, description, summaries_job, (plans, provider), lambda job: job_done(gui, job, books), jobs)
     say(gui, _('Book AI: making chapter summaries: {what}').format(what=said), 5000)
     return True
 
@@ -142,11 +138,8 @@ def summaries_job(plans: Plans, provider: 'AIProviderPlugin', abort: threading.E
 
 def job_done(gui: 'Main', job: 'ThreadedJob', books: Sequence[tuple[str, int]]) -> None:
     """The job ended (finished, stopped or failed): its books free again, and its outcome said."""
-    jobs.discard(job)
     busy.difference_update(books)
-    result = getattr(job, 'result', None)
-    if not isinstance(result, BooksRun):
-        if job.failed and not getattr(job, 'killed', False):
-            gui.job_exception(job, dialog_title=_('Chapter summaries could not be made'))
+    result = job_result(gui, job, BooksRun, jobs, _('Chapter summaries could not be made'))
+    if result is None:
         return
     say(gui, _('Book AI: {outcome}').format(outcome=result.said()))
