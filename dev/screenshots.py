@@ -41,12 +41,14 @@ COPIED = {
     'discussion-xray.png': 'discussion-xray.png',
     'discussion-lookups.png': 'discussion-lookups.png',
     'metadata-review.png': 'metadata-review.png',
+    'metadata-undo.png': 'metadata-undo.png',
 }
 NOVEL = PROJECT / 'tests' / 'books' / 'pride-and-prejudice.epub'
 SECTIONS = '3'  # the title page, then Chapters 1 and 2 read: a few minutes of the model on two cores
 XRAY_NAME = 'Mr. Bennet'  # the entry the X-Ray's screenshot shows
 NOVEL_SHOTS = ('viewer-recap.png', 'viewer-xray.png', 'discussion-recap.png', 'discussion-xray.png',
                'discussion-lookups.png')
+METADATA_SHOTS = ('metadata-review.png', 'metadata-undo.png')
 METADATA_BOOKS = '10,1,3'  # the novel, the English and the French guides
 METADATA_FIELDS = 'tags,comments,languages'
 # the question of the lookups' picture
@@ -91,9 +93,9 @@ def main():
             metadata(sandbox, server)
     for made, name in COPIED.items():
         if novel_only and made not in NOVEL_SHOTS or lookups_only and made != 'discussion-lookups.png':
-            if not (metadata_only and made == 'metadata-review.png'):
+            if not (metadata_only and made in METADATA_SHOTS):
                 continue
-        if metadata_only and made != 'metadata-review.png':
+        if metadata_only and made not in METADATA_SHOTS:
             continue
         shutil.copyfile(OUT / made, DOCS / name)
         say(f'{DOCS / name}')
@@ -170,7 +172,8 @@ def lookups(sandbox):
 def metadata(sandbox, server):
     """AI metadata's review in calibre's main window: Fill in metadata with AI… for the novel and two
     guides, the demo's model asked for their tags, a description and languages; the review shown
-    once filled, then everything discarded (nothing written into the demo's library)."""
+    once filled, then Apply all and Undo metadata change (the demo's library as it was), what Undo
+    said shown too."""
     if not any((OUT / 'library').glob('*/Pride and Prejudice*')):
         add_novel(sandbox)
     report = OUT / 'metadata.json'
@@ -179,12 +182,14 @@ def metadata(sandbox, server):
                     str(OUT / 'library')],
                    env=dict(sandbox, BOOKAI_PROBE_OUT=str(report), BOOKAI_PROBE_METADATA_SERVER=server.base_url,
                             BOOKAI_PROBE_MODEL=demo_model(), BOOKAI_PROBE_BOOKS=METADATA_BOOKS,
-                            BOOKAI_PROBE_FIELDS=METADATA_FIELDS, BOOKAI_PROBE_SHOT_ONLY='1',
+                            BOOKAI_PROBE_FIELDS=METADATA_FIELDS,
                             BOOKAI_PROBE_SHOTS=str(OUT), BOOKAI_PROBE_TIMEOUT='1500'),
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     got = json.loads(report.read_text()) if report.exists() else {}
     if not got.get('review', {}).get('rows'):
         raise SystemExit('[screenshots] the review showed nothing: see ' + str(report))
+    if got.get('values_undone') != got.get('values_before'):
+        raise SystemExit('[screenshots] Undo did not put the demo library back as it was: see ' + str(report))
     for row in got['review']['texts']:
         say('  ' + ' | '.join(row))
 

@@ -10,7 +10,8 @@ $BOOKAI_PROBE_METADATA_SERVER: an OpenAI-compatible server's root (the test's sc
 llama-server); $BOOKAI_PROBE_MODEL: its model ('tiny' unless set); $BOOKAI_PROBE_BOOKS: the books
 to select (ids, comma separated; all unless set); $BOOKAI_PROBE_FIELDS: the fields ticked
 (tags,comments,languages unless set); $BOOKAI_PROBE_SHOTS: a folder for the review's screenshot
-(metadata-review.png); $BOOKAI_PROBE_SHOT_ONLY: quit once it is taken, nothing applied. Writes its
+(metadata-review.png) and what Undo said (metadata-undo.png); $BOOKAI_PROBE_SHOT_ONLY: quit once
+the review's is taken, nothing applied. Writes its
 JSON report to $BOOKAI_PROBE_OUT.
 """
 
@@ -46,7 +47,8 @@ def probe(gui):
     prefs['provider'] = 'openai_compatible'
     prefs['metadata_fields'] = os.environ.get('BOOKAI_PROBE_FIELDS', 'tags,comments,languages').split(',')
     gui2.question_dialog = lambda *a, **k: report.setdefault('questions', []).append(a[2]) or True
-    gui2.info_dialog = lambda *a, **k: report.setdefault('infos', []).append(a[2])
+    gui2.info_dialog = lambda *a, **k: (report.setdefault('infos', []).append(a[2]),
+                                        report.setdefault('info_titles', []).append(a[1]))
     shots = os.environ.get('BOOKAI_PROBE_SHOTS', '')
     ac = gui.iactions['Book AI']
     by_name = {u.rpartition('bookai-')[2]: s['action'] for u, s in gui.keyboard.shortcuts.items() if 'bookai-' in u}
@@ -114,6 +116,13 @@ def probe(gui):
         report['step'] = 'undone'  # where it was, if it never ends
         report['values_undone'] = values()
         report['menu_after'] = menu_state(gui, ac)
+        if shots:  # what Undo said, as calibre shows it
+            from calibre.gui2.dialogs.message_box import MessageBox
+            d = MessageBox(MessageBox.INFO, report['info_titles'][-1], report['infos'][-1], parent=gui)
+            d.show()
+            QApplication.processEvents()
+            d.grab().save(os.path.join(shots, 'metadata-undo.png'))
+            d.close()
         ended()
 
     def ended():
