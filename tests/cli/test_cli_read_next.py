@@ -81,6 +81,10 @@ def test_from_the_library_the_books_named_by_the_numbers_sent(cli, setup):
         anywhere = cli('read-next', '--library', lib, '--book', str(ids[0]))
         assert anywhere.returncode == 0 and 'Moby-Dick' in anywhere.stdout, anywhere
         assert 'Suggest some good books to read after' in model.requests[-1]['messages'][-1]['content']
+    # similar shares the index's way in: the same books, nearest first, the index as kept
+    similar = cli('similar', str(ids[0]), '--library', lib, '--limit', '2', '--search', 'tags:"=Sea"')
+    assert similar.returncode == 0 and similar.stdout.splitlines()[0].startswith(f'{ids[5]}\tReturn to'), similar
+    assert similar.stdout.count('\n') == 4 and 'Embedding' not in similar.stderr
 
 
 def test_what_cannot_be_done_is_said(cli, setup):
