@@ -15,7 +15,7 @@ from calibre_plugins.bookai.conversation.history import History
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.main_window import read_next
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
-from helpers.calibre_gui import LibraryView, stand_in_gui, wait_until
+from helpers.calibre_gui import LibraryView, shoot, stand_in_gui, wait_until
 from helpers.meaning_library import make_meaning_library
 from helpers.peers import LlamaServer, use_server
 from helpers.scripted_model import ScriptedModel
@@ -56,7 +56,7 @@ class StandInAction:
         return w
 
 
-def test_suggestions_from_the_library_link_only_the_books_offered(qapp, prefs, embed, tmp_path):
+def test_suggestions_from_the_library_link_only_the_books_offered(qapp, prefs, embed, tmp_path, artifacts):
     path, ids = make_meaning_library(tmp_path)
     from calibre.library import db
     library = BookLibrary(db(str(path)).new_api, History(str(tmp_path / 'history')))
@@ -82,6 +82,7 @@ def test_suggestions_from_the_library_link_only_the_books_offered(qapp, prefs, e
         assert set(BOOK_LINK.findall(html)) == {('0', '1')}  # the number sent, in the answer and listed under it
         assert 'Suggested from your library' in w.panel.chat.toPlainText()
         assert '99?' in w.panel.chat.toPlainText()  # flagged, not linked
+        shoot(w, artifacts / 'read-next-from-library.png', 5000)
         w.panel.chat.anchorClicked.emit(QUrl('bookai:book/0/1'))
         assert gui.library_view.selected == [ids[5]]
         for hostile in ('bookai:book/0/99', 'bookai:book/0/0', 'bookai:book/7/1', 'bookai:book/0/1x',
