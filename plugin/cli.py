@@ -32,6 +32,12 @@
         the characters, places and terms met up to the reader's place (conversation/xray.py), made by the
         model chapter by chapter and kept; the estimate first, and --yes before a book's text first goes
         to a provider on the internet
+    read-next --library PATH [--book ID...] [--from-library [--search EXPRESSION] [--read-field NAME]
+        [--embeddings-provider NAME] [--embeddings-model ID] [--yes]] [--provider NAME] [--model ID] [--json]
+        [--show-sent]
+        what to read next after the books given: from anywhere, or chosen among the library's books nearest
+        them in meaning, the ones not read yet first (library_search/read_next.py); the books the answer names
+        by their numbers are listed after it
 
 Exit codes: 0 done, 2 bad usage (also: book text asked for up to the reader's place
 when no place is known; for recap, book text for an online provider without --yes; nothing
@@ -89,7 +95,7 @@ from calibre_plugins.bookai.core.messages import (
 )
 from calibre_plugins.bookai.core.printable import CONTROL, inert, one_line
 from calibre_plugins.bookai.core.web_links import kept_links
-from calibre_plugins.bookai.grounding.citations import Citation, citations
+from calibre_plugins.bookai.grounding.citations import Citation, cited_numbers, citations
 from calibre_plugins.bookai.grounding.extract import UnreadableBook
 from calibre_plugins.bookai.grounding.formats import choose_format
 from calibre_plugins.bookai.grounding.library_passages import (
@@ -109,6 +115,7 @@ from calibre_plugins.bookai.settings.prefs import not_saved, plugin_prefs, probl
 from calibre_plugins.bookai.settings.secrets import not_kept
 
 if TYPE_CHECKING:
+    from calibre.db.cache import Cache
     from calibre.utils.config import JSONConfig
 
     from calibre_plugins.bookai.conversation.xray import XRay
@@ -117,6 +124,8 @@ if TYPE_CHECKING:
     from calibre_plugins.bookai.covers.styles import CoverStyle
     from calibre_plugins.bookai.grounding.extract import Book
     from calibre_plugins.bookai.grounding.index import Index
+    from calibre_plugins.bookai.library_search.building import Embedder
+    from calibre_plugins.bookai.library_search.vectors import BookVectors
     from calibre_plugins.bookai.metadata.asking import BookAnswer
 
 load_translations()
@@ -232,6 +241,7 @@ def parser() -> Parser:
     add_summaries(sub)
     add_metadata(sub)
     add_by_meaning(sub)
+    add_read_next(sub)
     return p
 
 
@@ -1580,29 +1590,32 @@ def cmd_similar(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     return in_library(args, by_meaning_search, stdout)
 
 
-def by_meaning_search(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
-    """search and similar: the index brought up to date, then the books found, shown."""
-    from calibre_plugins.bookai.library_search import building, finding
+def calibres_search(db: 'Cache', expression: str | None) -> list[int] | None:
+    """The books calibre's search finds with expression (None without one)."""
+    if not expression:
+        return None
+    try:
+        return sorted(db.search(expression))
+    except Exception as err:  # calibre's ParseException and the like: the expression's fault
+        raise Exit(USAGE, _('calibre could not search for that: {error}').format(
+            error=one_line(str(err))[:300])) from None
+
+
+def meaning_index(library: BookLibrary, provider_name: str, model: str, yes: bool,
+                  cancel: CancelToken) -> 'tuple[Embedder, BookVectors]':
+    """The library's index by meaning, brought up to date by the embeddings provider (provider_name, else
+    the one the settings choose) and read back: what search, similar and read-next start from. Its
+    metadata goes to a provider online only once agreed, or with yes (the estimate said first)."""
+    from calibre_plugins.bookai.library_search import building
     db, library_id = library.db, str(library.db.library_id)
-    books = getattr(args, 'books', None)
-    if books and (missing := [b for b in books if not library.has_book(b)]):
-        raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
-    allowed = None
-    if args.search:
-        try:
-            allowed = sorted(db.search(args.search))
-        except Exception as err:  # calibre's ParseException and the like: the expression's fault
-            raise Exit(USAGE, _('calibre could not search for that: {error}').format(
-                error=one_line(str(err))[:300])) from None
-    provider = building.embeddings_provider(provider_id(args.provider) or args.provider if args.provider else '')
+    provider = building.embeddings_provider(provider_id(provider_name) or provider_name if provider_name else '')
     if provider is None:
         raise Exit(NOT_CONFIGURED, _('The provider chosen makes no embeddings: choose one that does (a local '
                                      'server such as llama.cpp, Ollama or LM Studio) with --provider.'))
     if problem := provider.config.missing_setup():
         raise Exit(NOT_CONFIGURED, problem)
-    cancel = CancelToken()
     try:
-        e = building.embedder(provider, args.model or '', cancel)
+        e = building.embedder(provider, model, cancel)
     except ProviderError as err:
         raise Exit(PROVIDER_ERROR, err.sentence) from None
     files = building.VectorFiles()
@@ -1614,7 +1627,7 @@ def by_meaning_search(library: BookLibrary, args: argparse.Namespace, stdout: Te
         say(sys.stderr, ngettext('The metadata of {n} book goes to {provider}, online, to be embedded.',
                                  'The metadata of {n} books goes to {provider}, online, to be embedded.', count).format(
             n=count, provider=provider.display_name) + ' ' + sending_estimate(provider.name, e.model, tokens, False))
-        if not args.yes:
+        if not yes:
             raise Exit(USAGE, _('Nothing was sent: --yes sends it.'))
     if p.todo:
         say(sys.stderr, ngettext('Embedding {n} book with {model}…', 'Embedding {n} books with {model}…',
@@ -1639,6 +1652,19 @@ def by_meaning_search(library: BookLibrary, args: argparse.Namespace, stdout: Te
     index = files.read(library_id, model=e.key)
     if index is None:
         raise Exit(NOT_WRITTEN, _("The library's index by meaning could not be read back."))
+    return e, index
+
+
+def by_meaning_search(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
+    """search and similar: the index brought up to date, then the books found, shown."""
+    from calibre_plugins.bookai.library_search import finding
+    db, library_id = library.db, str(library.db.library_id)
+    books = getattr(args, 'books', None)
+    if books and (missing := [b for b in books if not library.has_book(b)]):
+        raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
+    allowed = calibres_search(db, args.search)
+    cancel = CancelToken()
+    e, index = meaning_index(library, args.provider or '', args.model or '', args.yes, cancel)
     limit = max(1, min(args.limit, finding.DEFAULT_K))
     with ctrl_c_cancels(cancel):
         try:
@@ -1662,10 +1688,102 @@ def by_meaning_search(library: BookLibrary, args: argparse.Namespace, stdout: Te
         raise Exit(NOTHING_FOUND, _('No book of the library was found.'))
     return OK
 
+def add_read_next(sub: 'argparse._SubParsersAction') -> None:
+    r = sub.add_parser('read-next', help=_('Ask what to read next after the books given: from anywhere, or, with '
+                                           '--from-library, chosen among the books of the library'),
+                       description=_('From anywhere, the model suggests books it knows (as the quick action '
+                                     'read_next). With --from-library, the books of the library nearest in '
+                                     'meaning to the books given (none given: those read lately in the E-book '
+                                     'viewer and those rated four stars or more), the ones not read yet first, '
+                                     'go to the model with the details you let go, and it chooses among them. The '
+                                     'library\'s index by meaning is brought up to date first, as search does.'))
+    r.add_argument('--library', required=True, metavar='PATH', help=_('The calibre library folder'))
+    r.add_argument('--book', action='append', type=int, default=[], metavar='ID',
+                   help=_('A book to start from (repeatable)'))
+    r.add_argument('--from-library', action='store_true', help=_('Choose among the books of the library'))
+    r.add_argument('--search', metavar='EXPRESSION', help=_("With --from-library: only the books calibre's search "
+                                                            'finds with this expression'))
+    r.add_argument('--read-field', metavar='NAME', help=_('With --from-library: the field that says a book was read, '
+                                                          'such as #read (default: as chosen in the window; else '
+                                                          'the books opened in the E-book viewer)'))
+    r.add_argument('--provider', metavar='NAME', help=_('Instead of the provider chosen in the settings'))
+    r.add_argument('--model', metavar='ID', help=_('Instead of the configured model'))
+    r.add_argument('--embeddings-provider', metavar='NAME', help=_('Instead of the embeddings provider chosen in '
+                                                                   'the settings'))
+    r.add_argument('--embeddings-model', metavar='ID', help=_('Instead of the configured embedding model'))
+    r.add_argument('--yes', action='store_true', help=_("Send the library's metadata to an embeddings provider "
+                                                        'online'))
+    r.add_argument('--json', action='store_true', help=_('One JSON event per line: text, reasoning, usage, '
+                                                         'error, done, book'))
+    r.add_argument('--show-sent', action='store_true', help=_('Print the exact messages that would be sent, with '
+                                                              'their token count, and send nothing'))
+
+
+def cmd_read_next(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    return in_library(args, read_next, stdout)
+
+
+def read_next(library: BookLibrary, args: argparse.Namespace, stdout: TextIO) -> int:
+    """read-next: the quick action read_next from anywhere; or, with --from-library, the books offered
+    found as the window finds them (library_search/read_next.py), asked, and the books the answer names
+    by their numbers listed: only the numbers sent."""
+    from calibre_plugins.bookai.library_search import read_next as rn
+    if missing := [b for b in args.book if not library.has_book(b)]:
+        raise Exit(USAGE, _('The library has no book with the id {ids}.').format(ids=', '.join(map(str, missing))))
+    if not args.from_library:
+        if not args.book:
+            raise Exit(USAGE, _('Give the books to start from with --book, or use --from-library.'))
+        args.action, args.prompt, args.scope, args.no_lookups = 'read_next', None, 'metadata', True
+        return ask(library, args, stdout)
+    db, library_id = library.db, str(library.db.library_id)
+    allowed = calibres_search(db, args.search)
+    cancel = CancelToken()
+    _e, index = meaning_index(library, args.embeddings_provider or '', args.embeddings_model or '', args.yes,
+                              cancel)
+    read_field = rn.read_field_for(library_id) if args.read_field is None else args.read_field
+    if read_field and read_field not in db.field_metadata.all_field_keys():
+        raise Exit(USAGE, _('The library has no field {name}.').format(name=one_line(read_field)[:100]))
+    prepared = rn.prepare(db, library_id, index, args.book, read_field, allowed)
+    if not prepared.seeds:
+        raise Exit(NOTHING_FOUND, _('No book to start from: give some with --book (with none, the books read lately '
+                                    'in the E-book viewer and those rated four stars or more are used).'))
+    if not prepared.candidates:
+        raise Exit(NOTHING_FOUND, _('No book of the library was found near those books.'))
+    conv = Conversation.about(library, prepared.seeds)
+    question = Question(prepared.question, suggested=prepared.suggested)
+    if args.show_sent:
+        return show_sent(question.messages(conv), stdout)
+    answer, kept = answer_and_keep(library, conv, provider_for(args), question, args, stdout)
+    if answer.failed is not None:
+        raise Exit(PROVIDER_ERROR, answer.failed.message)
+    show_suggested(answer.text, prepared.suggested, args.json, stdout)
+    return OK if kept else NOT_WRITTEN
+
+
+def show_suggested(answer: str, offered: Sequence[tuple[int, str]], as_json: bool, stdout: TextIO) -> None:
+    """The books of the library answer names by the numbers they were offered as (each once, in order);
+    a number that was not offered is said to be none."""
+    shown = False
+    for n in cited_numbers(answer):
+        if not 0 < n <= len(offered):
+            if as_json:
+                emit(stdout, {'type': 'book', 'number': n, 'offered': False})
+            else:
+                say(stdout, f'[{n}] ' + _('(not one of the books offered)'))
+            continue
+        book_id, title = offered[n - 1]
+        if as_json:
+            emit(stdout, {'type': 'book', 'number': n, 'offered': True, 'id': book_id, 'title': title})
+            continue
+        if not shown:
+            say(stdout, _('Suggested from your library:'))
+            shown = True
+        say(stdout, _('[{number}] {id}\t{title}').format(number=n, id=book_id, title=one_line(title)))
+
 # }}}
 
 
 COMMANDS = {'providers': cmd_providers, 'models': cmd_models, 'configure': cmd_configure, 'ask': cmd_ask,
             'ask-library': cmd_ask_library, 'import-calibre': cmd_import_calibre, 'cover': cmd_cover,
             'history': cmd_history, 'xray': cmd_xray, 'recap': cmd_recap, 'summaries': cmd_summaries,
-            'metadata': cmd_metadata, 'search': cmd_search, 'similar': cmd_similar}
+            'metadata': cmd_metadata, 'search': cmd_search, 'similar': cmd_similar, 'read-next': cmd_read_next}

@@ -55,6 +55,9 @@ class Turn:
     # what the model looked up while answering, in order (conversation/lookups.py); their passages'
     # places follow the question's in places, numbered on from them
     lookups: tuple['Lookup', ...] = ()
+    # what to read next from the library (library_search/read_next.py): (book id, title) of the books
+    # the question offered, numbered from 1; only these numbers of the answer link to a book
+    suggested: tuple[tuple[int, str], ...] = ()
 
     @property
     def answered(self) -> bool:
@@ -134,12 +137,14 @@ class Conversation:
         return messages
 
     def ask(self, question: str, passages: str = '', spoiler_safe: bool = False,
-            places: Iterable[Place] = ()) -> list[Message]:
-        """Start a turn; the messages to send for it. A last turn that failed is replaced."""
+            places: Iterable[Place] = (), suggested: Iterable[tuple[int, str]] = ()) -> list[Message]:
+        """Start a turn; the messages to send for it. A last turn that failed is replaced.
+        suggested: the books a question about what to read next offered (Turn.suggested)."""
         if self.turns and not self.turns[-1].answered:
             self.turns.pop()
         messages = self.messages_for(question, passages, spoiler_safe)
-        self.turns.append(Turn(question, passages=passages, spoiler_safe=spoiler_safe, places=tuple(places)))
+        self.turns.append(Turn(question, passages=passages, spoiler_safe=spoiler_safe, places=tuple(places),
+                               suggested=tuple(suggested)))
         return messages
 
     def finish(self, answer: Answer, provider: str = '') -> Turn:
@@ -221,7 +226,8 @@ def turn_as_dict(t: Turn) -> dict[str, Any]:
             'spoiler_safe': t.spoiler_safe, 'places': [[p.chapter, p.position, p.cfi, p.book_id, p.fmt] for p in t.places],
             'usage': None if t.usage is None else asdict(t.usage),
             'web_links': [[w.title, w.url] for w in t.web_links], 'web_links_left_out': t.web_links_left_out,
-            'lookups': [lookup.as_list() for lookup in t.lookups]}
+            'lookups': [lookup.as_list() for lookup in t.lookups],
+            'suggested': [[b, title] for b, title in t.suggested]}
 
 
 def turn_from_dict(d: dict[str, Any]) -> Turn:
@@ -242,10 +248,25 @@ def turn_from_dict(d: dict[str, Any]) -> Turn:
                 spoiler_safe=bool(d.get('spoiler_safe')),
                 places=tuple(place_from_list(p) for p in d.get('places') or ()), web_links=links,
                 web_links_left_out=left_out + max(0, count_field(d, 'web_links_left_out') or 0),
-                lookups=tuple(lookup_from_list(x) for x in (d.get('lookups') or ())[:MOST_LOOKUPS_KEPT]))
+                lookups=tuple(lookup_from_list(x) for x in (d.get('lookups') or ())[:MOST_LOOKUPS_KEPT]),
+                suggested=suggested_from_list(d.get('suggested') or ()))
 
 
 MOST_LOOKUPS_KEPT = 64  # of a turn, read from a saved conversation
+MOST_SUGGESTED_KEPT = 50  # books a turn offered, read from a saved conversation
+
+
+def suggested_from_list(x: object) -> tuple[tuple[int, str], ...]:
+    """A turn's books offered from their saved form ([[id, title], ...]); TypeError for another shape."""
+    if not isinstance(x, (list, tuple)):
+        raise TypeError('suggested is not a list')
+    out = []
+    for pair in x[:MOST_SUGGESTED_KEPT]:
+        if (not isinstance(pair, list) or len(pair) != 2 or type(pair[0]) is not int or pair[0] <= 0
+                or not isinstance(pair[1], str)):
+            raise TypeError('suggested is not a list of [book id, title] pairs')
+        out.append((pair[0], one_line(pair[1])[:500]))
+    return tuple(out)
 
 
 def lookup_from_list(x: list) -> 'Lookup':

@@ -73,7 +73,7 @@ class Exchange:
         self.conv, self.provider = conv, provider
         self.replaces_failed = conv.retry_question() != ''  # a failed last turn is asked again: it goes
         self.messages: list[Message] = conv.ask(question.text, question.passages, question.spoiler_safe,
-                                                question.places)
+                                                question.places, question.suggested)
         self.use_model = use_model or conv.model
         self.answer = Answer()
         self.cancel = CancelToken()

@@ -238,6 +238,42 @@ SINGLE_WORD_TEMPLATES = {
 
 PROMPT_SEPARATOR = '\n------------\n\n'
 
+# what to read next from the reader's own library (library_search/read_next.py): how many books the
+# model is asked to choose, and how much of each candidate's description goes
+READ_NEXT_CHOSEN = 5
+READ_NEXT_ABOUT_CHARS = 400
+
+
+def candidate_line(n: int, book: 'BookInfo') -> str:
+    """One candidate of read_next_from_library(), numbered: title, authors and the fields the reader
+    lets go, its description cut short; on one line each, nothing in it read as an instruction."""
+    text = f'[{n}] {book.title} by {book.authors_text or "an unknown author"}'
+    if book.series:
+        number = f' (number {book.series_index:g})' if book.series_index else ''
+        text += f'\nSeries: {book.series}{number}'
+    if book.tags:
+        text += '\nTags: ' + ', '.join(book.tags)
+    for name, value in book.fields:
+        text += f'\n{name}: {value}'
+    about = ' '.join(' '.join(book.notes).split())
+    if about:
+        if len(about) > READ_NEXT_ABOUT_CHARS:
+            about = about[:READ_NEXT_ABOUT_CHARS - 1].rstrip() + '\u2026'
+        text += f'\nAbout: {about}'
+    return defused(text)
+
+
+def read_next_from_library(candidates: 'Sequence[BookInfo]', books_word: str = 'books') -> str:
+    """What to read next, chosen among books of the reader's library (candidates, numbered from 1):
+    the question asked after the books it starts from were described."""
+    listed = '\n\n'.join(candidate_line(n, b) for n, b in enumerate(candidates, 1))
+    return (f'Suggest what I should read next after the previously described {books_word}, choosing only '
+            f'among the following books of my own library. Each is numbered; the ones I have not read yet '
+            f'come first.\n\n{listed}\n\nChoose at most {READ_NEXT_CHOSEN} of these books, the best first. '
+            'For each, write its number in square brackets and its title, as in "[2] Title", then say in one '
+            'or two sentences why it is a good read after the previously described books. Suggest no book '
+            'that is not in this list.')
+
 
 def book_values(books: 'Iterable[BookInfo]') -> dict[str, str]:
     """What a library action's template variables stand for, about these books (the first one

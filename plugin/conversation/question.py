@@ -70,6 +70,8 @@ class Question:
     # the passages are: None for a question without the book's text. Not part of a Question's
     # equality: the same question about the same place has the same tools
     tools: Toolbox | None = field(default=None, compare=False)
+    # what to read next from the library: (book id, title) of the books offered, numbered from 1
+    suggested: tuple[tuple[int, str], ...] = ()
 
     def messages(self, conv: 'Conversation') -> list[Message]:
         """The exact messages it sends in conv (what "What will be sent" shows)."""

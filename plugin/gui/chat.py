@@ -34,7 +34,7 @@ from calibre_plugins.bookai.conversation.conversation import cache_text
 from calibre_plugins.bookai.conversation.prompts import passage_texts
 from calibre_plugins.bookai.conversation.render import markdown_to_html, renderer, stable_end
 from calibre_plugins.bookai.core.web_links import is_web_address, kept_links, site
-from calibre_plugins.bookai.grounding.citations import repeated_passages
+from calibre_plugins.bookai.grounding.citations import cited_numbers, repeated_passages
 from calibre_plugins.bookai.gui.lookups import (  # link: ours, made there for both
     MUTED_COLOR, all_lookups, cited_place, lines_html, link, lookups_html, passage_count,
 )
@@ -83,6 +83,7 @@ class ChatView(QTextBrowser):
 
     link_activated = pyqtSignal(str, int)  # what ('copy', 'reasoning', 'lookups', 'save', 'retry', 'settings'), turn
     citation_activated = pyqtSignal(int, int)  # turn index, passage number
+    book_activated = pyqtSignal(int, int)  # turn index, number of a book it offered (Turn.suggested)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -129,10 +130,10 @@ class ChatView(QTextBrowser):
     def on_link(self, url: QUrl) -> None:
         if url.scheme() == 'bookai':
             what, _sep, index = url.path().partition('/')
-            if what == 'cite':
+            if what in ('cite', 'book'):
                 turn, _sep, number = index.partition('/')
-                if turn.isdigit() and number.isdigit():
-                    self.citation_activated.emit(int(turn), int(number))
+                if turn.isdigit() and number.isdigit() and len(turn) < 7 and len(number) < 7:
+                    (self.citation_activated if what == 'cite' else self.book_activated).emit(int(turn), int(number))
                 return
             self.link_activated.emit(what, int(index) if index.isdigit() else -1)
         elif url.scheme() in ('http', 'https', 'mailto'):
@@ -165,7 +166,8 @@ class ChatView(QTextBrowser):
         """What follows an answer: what the model looked up (folded; live: those seen as it streamed
         that the turn does not hold), how it ended when that is worth saying, the tokens of its prompt
         read from the provider's cache, an error, the links."""
-        parts = [lookups_html(index, all_lookups(turn, live), index in self.lookups_shown), sources_html(turn)]
+        parts = [lookups_html(index, all_lookups(turn, live), index in self.lookups_shown), sources_html(turn),
+                 suggested_html(index, turn)]
         if turn.finish_reason == 'cancelled':
             parts.append(muted_html(_('Stopped.')))
         elif turn.finish_reason == 'length':
@@ -349,6 +351,8 @@ def citing(index: int, turn: 'Turn', live: 'Callable[[], Sequence[Lookup]] | Non
     the question or found by a lookup, flagged when it was not; None for a turn sent without
     passages that looked nothing up. live: the lookups of an answer still streaming (its [n]
     may cite what they found: until they do, a turn that has no passage leaves [n] as it is)."""
+    if turn.suggested:
+        return suggesting(index, turn)
     if not turn.places and not turn.lookups and live is None:
         return None
 
@@ -363,6 +367,33 @@ def citing(index: int, turn: 'Turn', live: 'Callable[[], Sequence[Lookup]] | Non
         return (f'<span style="color:{ERROR_COLOR}" title="{escape(_("Not a passage that was sent"))}">'
                 f'{n}?</span>')
     return cite
+
+
+def suggesting(index: int, turn: 'Turn') -> Callable[[int], str]:
+    """What the [n] of an answer about what to read next become: a link that selects book n in calibre's
+    list when it is one of the books the question offered, flagged when it is not. The link is made of
+    the turn's own numbers: nothing the model wrote becomes a link's target."""
+    def cite(n: int) -> str:
+        if 0 < n <= len(turn.suggested):
+            return link(f'book/{index}/{n}', str(n), _('Select {title} in the book list').format(
+                title=turn.suggested[n - 1][1]))
+        return (f'<span style="color:{ERROR_COLOR}" title="{escape(_("Not one of the books offered"))}">'
+                f'{n}?</span>')
+    return cite
+
+
+def suggested_html(index: int, turn: 'Turn') -> str:
+    """The books of the library an answer about what to read next names by their numbers, each title (as
+    calibre has it, not as the model wrote it) a link that selects the book; '' for none."""
+    if not turn.answer or not turn.suggested:
+        return ''
+    numbers = [n for n in cited_numbers(turn.answer) if 0 < n <= len(turn.suggested)]
+    if not numbers:
+        return ''
+    items = ''.join('<li>' + link(f'book/{index}/{n}', turn.suggested[n - 1][1] or str(n), _(
+        'Select {title} in the book list').format(title=turn.suggested[n - 1][1])) + '</li>' for n in numbers)
+    return (f'<p style="margin-top:8px; margin-bottom:2px; color:{MUTED_COLOR}"><b>'
+            f'{escape(_("Suggested from your library"))}</b></p><ul style="margin-top:0; margin-bottom:4px">{items}</ul>')
 
 
 def repeated_html(index: int, turn: 'Turn') -> str:

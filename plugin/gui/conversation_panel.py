@@ -88,8 +88,9 @@ class ConversationPanel(QWidget):
     keep(conversation), to keep it after each turn; save(turn_index or None), for the Save
     links and button (None: no saving); settings(), to open the settings; intro(), the
     HTML shown above an empty conversation; prepare(question), what a typed question
-    becomes before it is sent; and grounding (gui.passages.Grounding), for a window about
-    one book whose text can be sent."""
+    becomes before it is sent; grounding (gui.passages.Grounding), for a window about
+    one book whose text can be sent; and select_book(book id), what a link to a book an answer
+    about what to read next suggested does (None: such links do nothing)."""
 
     state_changed = pyqtSignal(bool)  # streaming
     answered = pyqtSignal(object)  # an answer ended (its Answer: done, stopped or failed)
@@ -98,9 +99,11 @@ class ConversationPanel(QWidget):
                  save: Callable[[int | None], None] | None = None, save_text: str = '',
                  settings: Callable[[], None] | None = None, intro: Callable[[], str] | None = None,
                  placeholder: str = '', prepare: Callable[[str], str] | None = None,
-                 grounding: Grounding | None = None, parent: QWidget | None = None) -> None:
+                 grounding: Grounding | None = None, parent: QWidget | None = None,
+                 select_book: Callable[[int], None] | None = None) -> None:
         super().__init__(parent)
         self.conv = conversation
+        self.select_book = select_book
         self.keep_conversation, self.save, self.open_settings, self.intro = keep, save, settings, intro
         self.prepare, self.grounding = prepare, grounding
         self.exchange: Exchange | None = None  # the question whose answer is coming
@@ -116,6 +119,7 @@ class ConversationPanel(QWidget):
         self.chat = ChatView(self)
         self.chat.link_activated.connect(self.on_link)
         self.chat.citation_activated.connect(self.show_citation)
+        self.chat.book_activated.connect(self.show_suggested)
         self.chat.save_text = save_text if self.save is not None else ''
         layout.addWidget(self.chat, 1)
         self.accuracy_notice = n = QLabel(_('AI generated answers can be inaccurate, please verify any answers before '
@@ -606,7 +610,9 @@ class ConversationPanel(QWidget):
 
     def retry(self) -> None:
         question = self.conv.retry_question()
-        if question:
+        if question and self.conv.turns[-1].suggested:  # what to read next: the same books offered
+            self.ask_suggestions(Question(question, suggested=self.conv.turns[-1].suggested))
+        elif question:
             self.ask(question)
 
     def closing(self) -> None:
@@ -654,6 +660,21 @@ class ConversationPanel(QWidget):
             return g.go_to(place)
         text = passage_text(turns[index], number, live)
         CitationDialog(number, place, text, self.go_to_for(place), self).exec()
+
+    def show_suggested(self, index: int, number: int) -> None:
+        """A book an answer suggested was clicked: the book its turn offered as that number, selected."""
+        turns = self.conv.turns
+        if self.select_book is None or not 0 <= index < len(turns):
+            return
+        offered = turns[index].suggested
+        if 0 < number <= len(offered):
+            self.select_book(offered[number - 1][0])
+
+    def ask_suggestions(self, question: Question) -> bool:
+        """Send a question about what to read next from the library (its books offered in
+        question.suggested), as it is: with the books' details only. False if it was not sent."""
+        provider = self.ready_provider()
+        return provider is not None and self.send(provider, question)
 
     def go_to_for(self, place: Place) -> Callable[[Place], None] | None:
         """How to show a place cited in the E-book viewer, or None."""

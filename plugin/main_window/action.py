@@ -72,6 +72,7 @@ class BookAIAction(InterfaceAction):
         self.quick_menu.aboutToShow.connect(self.fill_quick_menu)
         read_next = cm(m, 'bookai-read-next', _('Ask for what to &read next'), shortcut=READ_NEXT_KEYS,
                        triggered=self.read_next, description=_('Ask for books to read after the selected ones'))
+        read_next.setMenu(self.read_next_menu(m))  # where from; its key asks as last chosen
         # unique name in calibre's shortcut map: (calibre's keys, Book AI's own)
         self.keys_to_choose = {discuss.calibre_shortcut_unique_name: (CALIBRES_DISCUSS_KEYS, DISCUSS_KEYS),
                                read_next.calibre_shortcut_unique_name: (CALIBRES_READ_NEXT_KEYS, READ_NEXT_KEYS)}
@@ -147,6 +148,8 @@ class BookAIAction(InterfaceAction):
                 label = text if getattr(other, own, None) is not None else calibres_text
                 ac = self.create_menu_action(menu, unique, label, shortcut=False, triggered=slot)
                 ac.setIcon(plugin_icon('bookai'))
+                if slot == self.read_next:
+                    ac.setMenu(self.read_next_menu(menu))
 
     def choose_keys_before_calibre_gives_them(self) -> None:
         """choose_keys() just before calibre's keyboard manager first gives out the keys, after every
@@ -246,7 +249,36 @@ class BookAIAction(InterfaceAction):
         if action is not None:
             w.run_action(action)
 
-    def read_next(self) -> None:
+    def read_next_menu(self, parent: QMenu) -> QMenu:
+        """Where "Ask for what to read next" suggests from: anywhere (the model's own knowledge) or this
+        library (main_window/read_next.py); the one chosen is remembered for its key."""
+        menu = QMenu(parent)
+        anywhere = menu.addAction(_('From &anywhere'), lambda: self.read_next(source='anywhere'))
+        mine = menu.addAction(_('From this &library'), lambda: self.read_next(source='library'))
+        menu.addSeparator()
+        menu.addAction(_('Books I have &read are…'), lambda: self.read_next_module().choose_read_field(self))
+        for ac in (anywhere, mine):
+            ac.setCheckable(True)
+
+        def show_choice() -> None:
+            chosen = plugin_prefs()['read_next_from']
+            anywhere.setChecked(chosen != 'library')
+            mine.setChecked(chosen == 'library')
+        menu.aboutToShow.connect(show_choice)
+        return menu
+
+    def read_next_module(self) -> 'ModuleType':
+        from calibre_plugins.bookai.main_window import read_next  # late: see the module's docstring
+        return read_next
+
+    def read_next(self, checked: bool = False, source: str = '') -> None:
+        """What to read next after the selected books: from anywhere, or from this library (source; ''
+        for the one last chosen)."""
+        prefs = plugin_prefs()
+        if source:
+            prefs['read_next_from'] = source
+        if (source or prefs['read_next_from']) == 'library':
+            return self.read_next_module().from_library(self, list(self.gui.library_view.get_selected_ids()))
         # late: see the module's docstring
         # on use: nothing of Book AI is imported until the reader opens it
         from calibre_plugins.bookai.conversation.actions import find_action, library_actions

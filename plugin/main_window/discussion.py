@@ -22,6 +22,7 @@ from calibre_plugins.bookai.conversation.actions import QuickAction, library_act
 from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.library import BookLibrary
 from calibre_plugins.bookai.conversation.notes import NotSaved, append_note, note_markdown
+from calibre_plugins.bookai.conversation.question import Question
 from calibre_plugins.bookai.grounding.formats import READ_DIRECTLY
 from calibre_plugins.bookai.grounding.scopes import Place
 from calibre_plugins.bookai.gui import settings_dialog
@@ -82,7 +83,7 @@ class DiscussionWindow(PanelDialog):
             settings=self.show_settings, placeholder=_(
                 'Ask a question about the book (Enter sends, Shift+Enter starts a new line)'),
             intro=lambda: '<p>' + _('Choose a quick action above, or type a question below.') + '</p>',
-            grounding=grounding, parent=self)
+            grounding=grounding, parent=self, select_book=self.select_book if self.gui is not None else None)
         self.panel.state_changed.connect(self.streaming_changed)
         chat_layout.addWidget(self.panel, 1)
         if grounding is not None:  # "Previously in the series", beside Story so far
@@ -178,6 +179,21 @@ class DiscussionWindow(PanelDialog):
 
     def run_action(self, action: QuickAction) -> None:
         self.panel.ask(action.prompt(self.conv.books))
+
+    def ask_suggestions(self, question: Question) -> bool:
+        """Ask what to read next among books of the library (main_window/read_next.py)."""
+        return self.panel.ask_suggestions(question)
+
+    def select_book(self, book_id: int) -> None:
+        """A book an answer suggested, selected in calibre's book list; said when the list, as it is shown
+        now (a search, a virtual library), does not have it."""
+        gui = self.gui
+        assert gui is not None  # the panel is given this only in calibre's window
+        view = gui.library_view
+        view.select_rows([book_id])
+        if book_id not in view.get_selected_ids():
+            self.panel.show_notice(_('That book is not in the book list as it is shown now: clear the search or '
+                                     'the virtual library to see it.'))
 
     def save_to_book(self, index: int | None) -> None:
         """Save a reply (index: its turn), or the whole conversation (None), to the books."""

@@ -276,6 +276,11 @@ DEFAULTS = {
     # reader agreed to send a library's metadata to
     'library_embeddings_provider': '',
     'library_index_consent': [],
+    # "Ask for what to read next" suggests from 'anywhere' (the model's knowledge) or this 'library', as
+    # last chosen; and the field that says a book was read, by library id ('' or none: the books opened
+    # in the E-book viewer are the ones read)
+    'read_next_from': 'anywhere',
+    'read_next_read_field': {},
 }
 
 CHAT_TEXT_SIZES = (85, 100, 115, 130, 150)
@@ -301,12 +306,14 @@ PREF_KINDS.update({
     'book_scopes': dict_of(text),
     'book_text_consent': list_of(text),
     'library_index_consent': list_of(text),
+    'read_next_read_field': dict_of(text),
     'cover_styles': list_of(a_dict),
     'cover_text': dict_of(same_kind(True)),
     'cover_templates': dict_of(text),
     'metadata_fields': list_of(text),
     'metadata_instructions': dict_of(text),
     'chat_text_size': one_of(*CHAT_TEXT_SIZES),
+    'read_next_from': one_of('anywhere', 'library'),
 })
 
 

@@ -44,9 +44,14 @@ class LibraryView(QObject):
         super().__init__()
         self.selected: list[int] = []
         self.refreshed: list[list[int]] = []
+        self.shown: set[int] | None = None  # the books the list shows (a search): None for every one
 
     def get_selected_ids(self) -> list[int]:
         return list(self.selected)
+
+    def select_rows(self, identifiers, using_ids=True, change_current=True, scroll=True) -> None:
+        """As calibre's: the books of identifiers the list shows become the selection."""
+        self.selected = [b for b in identifiers if self.shown is None or b in self.shown]
 
     def currentIndex(self) -> QModelIndex:
         return QModelIndex()
