@@ -6,8 +6,8 @@ search(): the words the reader typed, embedded by the model that made the librar
 the books nearest them (vectors.BookVectors.search), restricted to the books calibre shows (its
 current search and virtual library: `allowed`). Each book found says why, in one line: the part
 of its entry (a field's line, or a sentence of its description) nearest the words in meaning,
-asked of the same model for the first EXPLAINED books in one request; when that request fails,
-the first part that shares a word with them; else nothing but its score.
+asked of the same model for the first EXPLAINED books in one request; for the others, and when
+that request fails, the first part that shares a word with them; else nothing but its score.
 
 more_like(): the books nearest the selected ones (the mean of their vectors), the selected left
 out; each says what it shares with them that the reader can see (authors, series, tags), else
@@ -29,7 +29,8 @@ load_translations()
 
 MAX_QUERY_CHARS = 1000   # of the reader's words embedded (a small model reads 256 to 512 tokens)
 DEFAULT_K = 50           # books shown in calibre's list, at most, for one search
-EXPLAINED = 10           # books whose why is asked of the model, the best first
+EXPLAINED = 5            # books whose why is asked of the model, the best first: each costs its parts' embedding
+                         # (about 20 ms a book with a small model on 2 cores: bench/library_50k.py)
 MAX_PARTS = 12           # parts of one book's entry compared with the words
 WHY_CHARS = 160          # a why as shown
 MAX_SELECTED = 200       # selected books "More like this" starts from
@@ -75,7 +76,9 @@ def search(db: Any, library_id: str, index: BookVectors, e: Embedder, words: str
     except BadVector as err:
         raise ProviderError(_('{provider} sent a vector Book AI cannot use: {why}').format(
             provider=e.provider.display_name, why=str(err))) from None
-    whys = explained(db, library_id, e, query, words, [b for b, _s in found[:EXPLAINED]], cancel)
+    ids = [b for b, _s in found]
+    whys = explained(db, library_id, e, query, words, ids[:EXPLAINED], cancel)
+    whys.update(by_words(db, library_id, words, ids[EXPLAINED:]))
     return [Found(b, score, whys.get(b, '')) for b, score in found]
 
 
@@ -99,8 +102,20 @@ def explained(db: Any, library_id: str, e: Embedder, query: list[float], words: 
                 best[b] = (score, p)
         return {b: p for b, (_score, p) in best.items()}
     except (ProviderError, BadVector):
-        wanted = words_of(words)
-        return {b: next((p for p in ps if words_of(p) & wanted), '') for b, ps in entries.items()}
+        return shared_words(words, entries)
+
+
+def by_words(db: Any, library_id: str, words: str, book_ids: list[int]) -> dict[int, str]:
+    """Why each of book_ids was found, without asking the model: the first part of its entry that
+    shares a word with words."""
+    if not book_ids:
+        return {}
+    return shared_words(words, {x.book_id: parts(x.text) for x in entries_of(db, library_id, book_ids)})
+
+
+def shared_words(words: str, entries: dict[int, list[str]]) -> dict[int, str]:
+    wanted = words_of(words)
+    return {b: next((p for p in ps if words_of(p) & wanted), '') for b, ps in entries.items()}
 
 
 def more_like(db: Any, index: BookVectors, book_ids: Sequence[int], k: int = DEFAULT_K,
