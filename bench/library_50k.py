@@ -37,7 +37,7 @@ first time; the vectors are kept beside the library, by their texts' digests, fo
 Run with: sudo python3 bench/run.py library_50k [-- --books N --sample N --all-real]
 
 Figures (2026-12-06, bookworm host: calibre 6.13, Python 3.11, on this project's 2-core machine,
-all-MiniLM-L6-v2 F16 in llama-server with 2 threads; other work waiting on the machine's lock):
+all-MiniLM-L6-v2 F16 in llama-server with 2 threads):
 
 1. the library, 50,000 books: 191.6 s in one transaction, 261 books/s; a commit at a time 192
    books/s (1,000 books, 5.2 s): 1.4x faster in one. (3,000 books in one: 784 books/s, 4.2x:
@@ -54,7 +54,7 @@ all-MiniLM-L6-v2 F16 in llama-server with 2 threads; other work waiting on the m
 4. 10 books changed: update_index()       0.64 s, embedded 10      0.59 s, embedded 10
    plan() alone (the full scan)           0.27 s (update 2.35x)    0.23 s (update 2.58x)
    against the whole build                0.0010x                  0.0009x
-5. finding.search(), 20 queries: median   239.2 ms (max 264.6)     225.7 ms (max 2061.1, the first)
+5. finding.search(), 20 queries: median   239.2 ms (max 264.6)     225.7 ms (max 2061.1, one query)
    the query's embedding alone            4.2 ms                   3.9 ms
    the whys alone (finding.explained)     196.2 ms                 182.9 ms
    the index's search alone               33.1 ms (max 40.8)       29.5 ms (max 35.7)
