@@ -16,6 +16,9 @@
     sudo python3 bench/run.py lookups_overhead
     sudo python3 bench/run.py lookups_coverage
     sudo python3 bench/run.py library_search
+    sudo python3 bench/run.py library_quality
+    sudo python3 bench/run.py library_50k
+    sudo python3 bench/run.py metadata_throughput
 
 Benchmarks that need calibre's runtime (the providers) run under calibre-debug
 there, in the host's own network namespace with only loopback, starting the
@@ -47,7 +50,7 @@ def main():
     ap.add_argument('bench', choices=['first_token', 'stream_memory', 'chat_render', 'viewer_start', 'grounding',
                                       'line_split', 'covers', 'structure', 'coverage', 'caching', 'xray_memory',
                                       'recap_incremental', 'lookups_overhead', 'lookups_coverage',
-                                      'library_search'])
+                                      'library_search', 'library_quality', 'library_50k', 'metadata_throughput'])
     ap.add_argument('args', nargs='*', help='passed on to the benchmark')
     ap.add_argument('--host', default='bookworm', choices=list(hosts.HOSTS))
     a = ap.parse_args()

@@ -62,3 +62,108 @@ def make_meaning_library(root: Path, name: str = 'meaning', books: tuple = BOOKS
     finally:
         cache.close()
     return lib, ids
+
+
+# Fillers: books of plausible, varied metadata made from word lists, the same for the same seed,
+# among which the benchmarks hide the books their queries are about (bench/library_quality.py).
+FIRST = ('Anna', 'Boris', 'Clara', 'Dmitri', 'Elena', 'Farid', 'Greta', 'Hugo', 'Ines', 'Jonas', 'Keiko', 'Luca',
+         'Maren', 'Nils', 'Olga', 'Pavel', 'Rania', 'Simon', 'Talia', 'Umar', 'Vera', 'Wim', 'Yara', 'Zeno')
+LAST = ('Abbott', 'Berg', 'Castell', 'Dorn', 'Ekland', 'Falk', 'Gray', 'Hollis', 'Ivers', 'Jansen', 'Kerr', 'Lind',
+        'Morrow', 'Nash', 'Okafor', 'Pryce', 'Quint', 'Rowe', 'Sato', 'Tarrant', 'Ulm', 'Vance', 'Wolfe', 'Young')
+PEOPLE = ('a retired schoolteacher', 'a young apprentice', 'an estranged brother', 'a disgraced surgeon',
+          'a village baker', 'an ambitious journalist', 'a widowed farmer', 'a street musician', 'a shy librarian',
+          'a former soldier', 'a travelling salesman', 'an elderly botanist', 'a stubborn mayor', "a ship's cook",
+          'a night-shift nurse', 'a failed painter', 'an old fisherman', 'a runaway heiress', 'a country vet',
+          'a jazz pianist', 'a lonely widower', 'a forger of old maps', 'a museum guard', 'a tailor')
+DEEDS = ('searches for a missing letter', 'opens a small bookshop', 'uncovers a family secret',
+         'restores an abandoned theatre', 'trains for a swimming race', 'falls in love with a rival',
+         'investigates a string of thefts', 'writes a memoir of the war years', 'builds a wooden boat',
+         'runs for local office', 'inherits a crumbling house', 'loses everything in a fire',
+         'sets out to walk across the country', 'cares for a dying parent', 'starts a choir',
+         'is wrongly accused of a crime', 'tries to save the family shop', 'learns to fly a plane',
+         'hides a fugitive in the attic', 'competes in a baking contest', 'reopens an old mine')
+PLACES = ('in a mining town in Wales', 'on the outskirts of Lisbon', 'during a long summer in Maine',
+          'in nineteenth-century Vienna', 'in a crowded Tokyo suburb', 'on a fishing island off Norway',
+          'in a small town in the American Midwest', 'in wartime Naples', 'in a border village in the Pyrenees',
+          'in present-day Glasgow', 'in the Australian outback', 'in a Quebec logging camp',
+          'in a Berlin tenement in the 1920s', 'in a hill station in India', 'in a Dutch polder village')
+TONES = ('A warm story about second chances.', 'Told with humour and tenderness.',
+         'A tense and surprising page-turner.', 'A quiet novel about grief and friendship.',
+         'Funny, sad and wise.', 'A sweeping saga over three generations.', 'A debut of rare confidence.',
+         'A story of courage against the odds.', 'Full of unforgettable characters.', '')
+SUBJECTS = (('the history of the printing press', 'History'), ('personal finance', 'Finance'),
+            ('urban gardening', 'Gardening'), ('Italian cooking', 'Cookery'), ('the French Revolution', 'History'),
+            ('learning to draw', 'Art'), ('the philosophy of the Stoics', 'Philosophy'),
+            ('writing fiction', 'Writing'), ('the chemistry of everyday life', 'Science'),
+            ('the geology of volcanoes', 'Science'), ('woodworking', 'Crafts'), ('photography', 'Art'),
+            ('public speaking', 'Self-help'), ('the Cold War', 'History'), ('statistics', 'Mathematics'),
+            ('home brewing', 'Cookery'), ('the human brain', 'Science'), ('knitting', 'Crafts'),
+            ('the Silk Road', 'History'), ('running a small business', 'Business'))
+MANNERS = ('A practical guide to {s} for beginners.', 'An accessible introduction to {s}.',
+           'Everything you need to know about {s}, with worked examples.', 'Essays on {s} and why it matters.',
+           'A lively history of {s}.', 'The complete handbook of {s}, revised and updated.')
+GENRES = ('Literary fiction', 'Mystery', 'Historical fiction', 'Romance', 'Family', 'Thriller', 'Humour')
+NOUNS = ('Harbour', 'Letter', 'Garden', 'Winter', 'House', 'River', 'Orchard', 'Bridge', 'Lantern', 'Choir',
+         'Map', 'Island', 'Kitchen', 'Mill', 'Station', 'Tailor', 'Secret', 'Summer', 'Road', 'Violin')
+ADJECTIVES = ('Last', 'Silent', 'Little', 'Forgotten', 'Golden', 'Long', 'Hidden', 'Broken', 'Northern', 'Quiet')
+PUBLISHERS = ('Harbour Press', 'Greyfield', 'Northlight Books', 'Pelham & Rowe', 'Small Hours', 'Atlas House')
+
+
+def filler_books(count: int, seed: int = 30) -> list[tuple]:
+    """count books (title, authors, tags, series, description) of plausible metadata drawn from the
+    word lists above: two in three novels, the rest non-fiction; the same for the same seed."""
+    import random
+    rng = random.Random(seed)
+    out = []
+    for n in range(count):
+        author = (f'{rng.choice(FIRST)} {rng.choice(LAST)}',)
+        if rng.random() < 2 / 3:
+            title = rng.choice((f'The {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}',
+                                f'The {rng.choice(NOUNS)} of {rng.choice(PLACES).split()[-1]}',
+                                f'{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}s'))
+            person = rng.choice(PEOPLE)
+            about = f'{person[0].upper()}{person[1:]} {rng.choice(DEEDS)} {rng.choice(PLACES)}. {rng.choice(TONES)}'
+            tags = tuple(dict.fromkeys(rng.sample(GENRES, rng.randint(1, 2))))
+        else:
+            subject, tag = rng.choice(SUBJECTS)
+            title = rng.choice((f'{subject[0].upper()}{subject[1:]}', f'A Short Book of {subject.title()}',
+                                f'Understanding {subject.title()}'))
+            about = rng.choice(MANNERS).format(s=subject)
+            tags = (tag, 'Non-fiction')
+        series = f'{rng.choice(NOUNS)} Chronicles' if rng.random() < 0.05 else ''
+        out.append((f'{title} ({n + 1})' if rng.random() < 0.5 else title, author, tags, series, about.strip()))
+    return out
+
+
+def make_library(root: Path, books: list[tuple] | tuple, name: str = 'library', one_transaction: bool = True,
+                 publishers: bool = True) -> tuple[Path, list[int]]:
+    """Like make_meaning_library(), for many books: in one SQLite transaction when one_transaction
+    (calibre's create_book_entry() for each, as calibre's add does, without a commit per book), a
+    publisher for each when publishers. Its path and the books' ids in the order of books."""
+    from calibre.ebooks.metadata.book.base import Metadata
+    from calibre.library import db
+    lib = root / name
+    lib.mkdir(parents=True, exist_ok=True)
+    cache = db(str(lib)).new_api
+    ids = []
+
+    def add_all() -> None:
+        for n, (title, authors, tags, series, about) in enumerate(books):
+            mi = Metadata(title, list(authors))
+            mi.tags = list(tags)
+            if about:
+                mi.comments = f'<p>{about}</p>'
+            if series:
+                mi.series, mi.series_index = series, float(n % 9 + 1)
+            if publishers:
+                mi.publisher = PUBLISHERS[n % len(PUBLISHERS)]
+            ids.append(cache.create_book_entry(mi))
+    try:
+        if one_transaction:
+            with cache.backend.conn:  # apsw: one savepoint, committed at the end
+                add_all()
+        else:
+            add_all()
+    finally:
+        cache.close()
+    return lib, ids
