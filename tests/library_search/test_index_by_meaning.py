@@ -153,3 +153,34 @@ def test_chapter_summaries_kept_join_the_entry_and_embed_it_again(lib, e, files,
     sent = b''.join(body for _m, _p, body in proxy.received)
     assert b'submarine crew; they mend' in sent and b'[2]' not in sent
     assert after[0].book_id == ids[8] and 'submarine' in after[0].why
+
+
+def test_a_library_of_thousands_embeds_only_the_ten_changed(tmp_path, e):
+    """A real calibre library of 3,000 books made through calibre's API (bench/library_50k.py makes
+    one of 50,000 on calibre 6.13: 192 s, too long for every host here), its index as an update
+    keeps it (deterministic vectors, calibre's own times and the entries' digests), then ten books
+    changed in calibre: the update embeds those ten with the real model and nothing else, and the
+    search finds among all 3,000, restricted by calibre's search."""
+    from calibre_plugins.bookai.library_search.vectors import BookVectors, Stamp
+    from helpers.meaning_library import filler_books, make_library
+    path, ids = make_library(tmp_path, filler_books(3000))
+    db = open_library(path)
+    try:
+        files = VectorFiles(str(tmp_path / 'vectors'))
+        stamps = building.book_stamps(db, 'L')
+        index = BookVectors(EMBED_DIM, e.key)
+        for n, entry in enumerate(building.entries_of(db, 'L', ids, custom=())):
+            index.put(entry.book_id, [((n * 7 + d * 13) % 17) - 8 for d in range(EMBED_DIM)],
+                      Stamp(stamps[entry.book_id], entry.digest))
+        files.write('L', index)
+        assert building.plan(db, 'L', e, files).todo == []
+        changed = ids[::300]
+        db.set_field('tags', {b: ('Changed',) for b in changed})
+        built = building.update_index(db, 'L', e, files, custom=())
+        assert (built.embedded, built.kept, built.removed, built.books) == (10, 0, 0, 3000)
+        index = files.read('L', model=e.key)
+        found = finding.search(db, 'L', index, e, 'a guide to brewing beer at home', k=10,
+                               allowed=sorted(db.search('tags:"=Changed"')))
+        assert {f.book_id for f in found} == set(changed)
+    finally:
+        db.close()
