@@ -270,6 +270,7 @@ DEFAULTS = {
     # reader agreed to send a library's metadata to
     'library_embeddings_provider': '',
     'library_index_consent': [],
+    'library_index_places': {},  # library id: its folder, so that the index of a library gone is removed
 }
 
 CHAT_TEXT_SIZES = (85, 100, 115, 130, 150)
@@ -295,6 +296,7 @@ PREF_KINDS.update({
     'book_scopes': dict_of(text),
     'book_text_consent': list_of(text),
     'library_index_consent': list_of(text),
+    'library_index_places': dict_of(text),
     'cover_styles': list_of(a_dict),
     'cover_text': dict_of(same_kind(True)),
     'cover_templates': dict_of(text),
