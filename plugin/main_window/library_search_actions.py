@@ -47,6 +47,7 @@ load_translations()
 
 JOB_TYPE = 'bookai-library-index'
 TITLE = _('Search library by meaning')
+NEAR = 0.4                        # of the best book's score: the books shown score at least this share of it
 MARK = 'bookai'                   # calibre's mark of a book found: MARK and its rank
 SEARCH = f'marked:{MARK}'          # calibre's search for them
 NO_PROVIDER = _('No provider that makes embeddings is chosen for the library. In Book AI\'s Settings, on the '
@@ -87,6 +88,15 @@ def shown_ids(gui: 'Main', library_id: str) -> list[int]:
         return list(shown_before[library_id])
     data = book_list_data(gui)
     return [data.index_to_id(i) for i in range(len(data))]
+
+
+def relevant(found: Sequence[finding.Found]) -> list[finding.Found]:
+    """The books worth showing of those found, best first: above nothing in common (a score over 0), and
+    at least NEAR of the best one's score; in a small library every book is among the nearest 50."""
+    if not found:
+        return []
+    least = max(0.0, found[0].score * NEAR)
+    return [f for f in found if f.score > least or f is found[0]]
 
 
 def show_in_book_list(gui: 'Main', library_id: str, found: Sequence[finding.Found], allowed: list[int]) -> None:
@@ -316,11 +326,17 @@ class SearchWindow(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.close)
         layout.addWidget(buttons)
-        self.resize(720, 440)
+        self.resize(720, 360)
         if more_like:
             self.setWindowTitle(_('More like this'))
             self.words.setVisible(False)
             self.search_button.setVisible(False)
+            db = self.searcher.db
+            titles = [one_line(str(db.field_for('title', b) or ''))[:80] for b in list(more_like)[:3]]
+            self.nearest = QLabel(_('Nearest to: {titles}').format(titles='; '.join(titles) + (
+                ' …' if len(more_like) > 3 else '')), self)
+            self.nearest.setWordWrap(True)
+            layout.insertWidget(0, self.nearest)
         else:
             self.setWindowTitle(TITLE)
         self.more_like = list(more_like)
@@ -345,6 +361,7 @@ class SearchWindow(QDialog):
 
     def show_found(self, found: list[finding.Found]) -> None:
         self.search_button.setEnabled(True)
+        found = relevant(found)
         db = self.searcher.db
         if self.gui.current_db.new_api.library_id != db.library_id:
             return self.close()

@@ -154,6 +154,9 @@ def test_the_job_builds_the_index_and_the_search_shows_the_book_first_with_why(q
         assert shown[0] == ids[i], (shown, w.found_ids())
         assert shown == w.found_ids() and gui.search.text() == 'marked:bookai'  # best first, in calibre's list
         assert gui.library_view.selected == [ids[i]]
+        scores = [float(w.results.topLevelItem(n).text(2)) for n in range(len(shown))]
+        assert 1 < len(shown) < len(BOOKS) and scores == sorted(scores, reverse=True)  # the near ones only
+        assert scores[-1] > scores[0] * lsa.NEAR - 0.01
         first = w.results.topLevelItem(0)
         assert first.text(0) == BOOKS[i][0] and first.text(1) and float(first.text(2)) > 0.3
         assert first.text(1) in (BOOKS[i][4], f'Title: {BOOKS[i][0]}', f'Tags: {", ".join(BOOKS[i][2])}')
@@ -183,8 +186,8 @@ def test_the_virtual_library_and_search_restrict_what_is_found_and_marks_are_kep
     w = lsa.open_search(gui)
     try:
         searched(w, QUERIES[1][0])  # the mystery: not in the virtual library
-        assert set(w.found_ids()) == {ids[0], ids[5], ids[6]}
-        assert set(gui.library_view.shown()) == {ids[0], ids[5], ids[6]}
+        assert w.found_ids() and set(w.found_ids()) <= {ids[0], ids[5], ids[6]}
+        assert gui.library_view.shown() == w.found_ids()
         assert data.marked_ids[ids[11]] == 'mine'
         # More like this, from the keeper: the other Vesterholm book first, in the same virtual library
         m = lsa.more_like_this(gui, [ids[0]])
