@@ -94,7 +94,7 @@ def test_a_users_icon_override_wins(sandbox, plugin_zip, library):
 
 
 MENU_MSGIDS = ['&Discuss selected book(s)', '&Quick actions', 'Ask for what to &read next', 'Ask my &library',
-               'Ma&ke chapter summaries',
+               'Search library by &meaning…', 'More like t&his', 'Ma&ke chapter summaries',
                '&Generate cover…', 'Generate &covers for the selected books…', 'Re&view generated covers…',
                '&Undo cover change', '&History', '&Settings', 'About Book AI']
 TAB_MSGIDS = ['&Provider', '&Library actions', 'Read&ing', '&Book fields', '&Sent to the AI', 'Sa&ve to book',
