@@ -66,7 +66,9 @@ def forget_everything(secrets: SecretStore | None = None, history_folder: str | 
         os.remove(last_read_file or last_read.default_file())
     except FileNotFoundError:
         pass
-    choices = len(prefs['book_scopes']) + len(prefs['book_text_consent'])
+    choices = len(prefs['book_scopes']) + len(prefs['book_text_consent']) + len(prefs['library_index_consent'])
     prefs['book_scopes'] = {}
     prefs['book_text_consent'] = []
+    prefs['library_index_consent'] = []  # the libraries whose metadata may go online to be embedded
+    prefs['library_index_places'] = {}
     return Forgotten(keys, conversations, cached, choices, xrays, summarized)

@@ -214,6 +214,7 @@ class SentTab(SettingsTab):
             '\u2022 ' + _('your saved conversations, in every library'),
             '\u2022 ' + _('the text of books kept to answer questions faster (read again when needed)'),
             '\u2022 ' + _('the choices made for each book: how much of its text is sent, and "don\'t ask again"'),
+            '\u2022 ' + _('the indexes of your libraries by meaning (made again at the next search)'),
             '',
             _('Your books, their notes, columns and highlights are not touched, nor are the other settings.'))))
         delete = box.addButton(_('&Forget everything'), QMessageBox.ButtonRole.DestructiveRole)
@@ -224,6 +225,9 @@ class SentTab(SettingsTab):
             return
         try:
             done = forget.forget_everything()
+            # on use: the library's search by meaning only when forgetting
+            from calibre_plugins.bookai.library_search.vectors import forget_all
+            indexes = forget_all()
         except Exception as e:
             from calibre.gui2 import error_dialog  # looked up when called, so that a test can stand in for it
             return error_dialog(self, _('Not everything was forgotten'), str(e), show=True)
@@ -232,7 +236,9 @@ class SentTab(SettingsTab):
         self.forgotten.setText(_(
             'Forgotten. API keys: {keys}; conversations: {conversations}; cached book texts: {books}; '
             'choices made for books: {choices}.').format(
-                keys=done.keys, conversations=done.conversations, books=done.cached_books, choices=done.book_choices))
+                keys=done.keys, conversations=done.conversations, books=done.cached_books, choices=done.book_choices)
+            + ' ' + ngettext('{count} index of a library by meaning.', '{count} indexes of libraries by meaning.',
+                             indexes).format(count=indexes))
 
 
 class SaveTab(SettingsTab):

@@ -15,6 +15,7 @@ from qt.core import (
 from calibre_plugins.bookai.gui.provider_config import ProviderConfigWidget
 from calibre_plugins.bookai.gui.settings_tab import SettingsTab, wrapped_label
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
+from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
 
 if TYPE_CHECKING:
@@ -95,6 +96,21 @@ class ProviderTab(SettingsTab):
         self.import_button.clicked.connect(self.import_from_calibre)
         layout.addWidget(self.import_button, 0, Qt.AlignmentFlag.AlignLeft)
         self.provider_box.currentIndexChanged.connect(self.show_provider)
+        row = QHBoxLayout()
+        self.embeddings_box = QComboBox(self)
+        self.embeddings_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.embeddings_box.addItem(_('The provider answers come from'), '')
+        for name, p in self.providers.items():
+            if p.capabilities & Capability.EMBEDDINGS:
+                self.embeddings_box.addItem(p.display_name, name)
+        self.embeddings_box.setToolTip(_('The provider that embeds your books\' metadata for Search library by '
+                                         'meaning and More like this: one on this computer sends nothing away'))
+        label = QLabel(_('Search librar&y by meaning with:'), self)
+        label.setBuddy(self.embeddings_box)
+        row.addWidget(label)
+        row.addWidget(self.embeddings_box)
+        row.addStretch(1)
+        layout.addLayout(row)
 
     def load(self) -> None:
         chosen = self.prefs['provider']
@@ -102,6 +118,7 @@ class ProviderTab(SettingsTab):
         index = self.provider_box.findData(chosen) if chosen in self.providers else 0
         self.provider_box.setCurrentIndex(max(0, index))
         self.show_provider()
+        self.embeddings_box.setCurrentIndex(max(0, self.embeddings_box.findData(self.prefs['library_embeddings_provider'])))
 
     def problem(self) -> str:
         """What is wrong with the settings of a provider shown (shown under its field too), with that
@@ -117,6 +134,7 @@ class ProviderTab(SettingsTab):
         for w in self.config_widgets.values():
             w.commit()
         prefs['provider'] = self.selected_provider or ''
+        prefs['library_embeddings_provider'] = self.embeddings_box.currentData() or ''
 
     def import_from_calibre(self) -> None:
         """The import of calibre's AI settings; once something was carried over, the settings

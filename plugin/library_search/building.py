@@ -152,6 +152,40 @@ def agree(library_id: str, e: Embedder) -> None:
     prefs['library_index_consent'] = [*kept, key][-MOST_CONSENTS:]
 
 
+MOST_PLACES = 500  # libraries whose folder is remembered, the newest
+
+
+def remember_place(library_id: str, folder: str) -> None:
+    """library_id is at folder (its index is removed once the folder is gone: remove_gone())."""
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    prefs = plugin_prefs()
+    places = dict(prefs['library_index_places'])
+    if places.get(library_id) == folder:
+        return
+    places.pop(library_id, None)
+    places[library_id] = folder
+    prefs['library_index_places'] = dict(list(places.items())[-MOST_PLACES:])
+
+
+def remove_gone(files: VectorFiles) -> list[str]:
+    """Remove the indexes of the libraries whose folder is gone (no metadata.db there any more), and
+    the consents given for them; their ids."""
+    import os
+
+    from calibre_plugins.bookai.settings.prefs import plugin_prefs
+    prefs = plugin_prefs()
+    places = dict(prefs['library_index_places'])
+    gone = [i for i, folder in places.items() if not os.path.isfile(os.path.join(folder, 'metadata.db'))]
+    if gone:
+        for library_id in gone:
+            files.remove(library_id)
+            del places[library_id]
+        prefs['library_index_places'] = places
+        prefs['library_index_consent'] = [k for k in prefs['library_index_consent']
+                                          if k.partition('|')[0] not in gone]
+    return gone
+
+
 def book_stamps(db: Any, library_id: str = '', summaries: SummaryCache | None = None) -> dict[int, float]:
     """The time of each book of the library (db: its new_api), at most vectors.MAX_BOOKS books (the
     lowest ids): calibre's last-modified time, or when its chapter summaries last changed, if

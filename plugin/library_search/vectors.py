@@ -497,3 +497,17 @@ def is_whole(path: str) -> bool:
         return True
     except Exception:
         return False
+
+
+def forget_all(folder: str | None = None) -> int:
+    """Forget every library's index (Forget everything): the folder removed; how many files it held.
+    OSError when it cannot be removed."""
+    import shutil
+    folder = folder or default_folder()
+    count = 0
+    for _dir, _dirs, names in os.walk(folder):
+        count += sum(name.endswith(SUFFIX) for name in names)
+    shutil.rmtree(folder, ignore_errors=True)
+    if os.path.exists(folder):
+        raise OSError(_('{folder} could not be removed.').format(folder=folder))
+    return count

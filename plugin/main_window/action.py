@@ -78,6 +78,10 @@ class BookAIAction(InterfaceAction):
                                read_next.calibre_shortcut_unique_name: (CALIBRES_READ_NEXT_KEYS, READ_NEXT_KEYS)}
         cm(m, 'bookai-ask-library', _('Ask my &library'), shortcut=None, triggered=self.ask_library,
            description=_('A question answered from the full text of your books'))
+        cm(m, 'bookai-search-by-meaning', _('Search library by &meaning…'), shortcut=None,
+           triggered=self.search_by_meaning, description=_('Books found by what they are about, in your words'))
+        cm(m, 'bookai-more-like-this', _('More like t&his'), shortcut=None, triggered=self.more_like_this,
+           description=_('The books of the library nearest the selected ones in meaning'))
         cm(m, 'bookai-make-summaries', _('Ma&ke chapter summaries'), shortcut=None, triggered=self.make_summaries,
            description=_('Summarize the chapters read of the selected books, up to where you are, as a job'))
         m.addSeparator()
@@ -150,6 +154,10 @@ class BookAIAction(InterfaceAction):
                 ac.setIcon(plugin_icon('bookai'))
                 if slot == self.read_next:
                     ac.setMenu(self.read_next_menu(menu))
+                if name == 'Similar Books':
+                    ac = self.create_menu_action(menu, 'bookai-similar-more-like-this', _('More like this (Book AI)'),
+                                                 shortcut=False, triggered=self.more_like_this)
+                    ac.setIcon(plugin_icon('bookai'))
 
     def choose_keys_before_calibre_gives_them(self) -> None:
         """choose_keys() just before calibre's keyboard manager first gives out the keys, after every
@@ -346,6 +354,16 @@ class BookAIAction(InterfaceAction):
         from calibre_plugins.bookai.main_window.summary_actions import make_chapter_summaries
         make_chapter_summaries(self.gui, ids)
 
+    def searching(self) -> 'ModuleType':
+        from calibre_plugins.bookai.main_window import library_search_actions  # late: see the module's docstring
+        return library_search_actions
+
+    def search_by_meaning(self) -> None:
+        self.searching().open_search(self.gui)
+
+    def more_like_this(self) -> None:
+        self.searching().more_like_this(self.gui, list(self.gui.library_view.get_selected_ids()))
+
     # AI covers (main_window/cover_actions.py, imported when one of them is chosen) {{{
 
     def covers(self) -> 'ModuleType':
@@ -437,6 +455,10 @@ class BookAIAction(InterfaceAction):
         covers = self.covers_if_used()
         if covers is not None:
             covers.library_about_to_change(self.gui, str(db.library_id))
+        import sys
+        searching = sys.modules.get('calibre_plugins.bookai.main_window.library_search_actions')
+        if searching is not None:  # used in this session: its windows of the library left close
+            searching.library_about_to_change(self.gui, str(db.library_id))
 
     def library_changed(self, db: 'LibraryDatabase') -> None:
         # said after calibre has cleared its status bar for the new library

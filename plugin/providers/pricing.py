@@ -33,6 +33,8 @@ PRICES = {
         'gpt-5.5': (5.00, 30.00), 'gpt-5.4': (2.50, 15.00), 'gpt-5.4-nano': (0.20, 1.25),
         'gpt-5.1': (1.25, 10.00), 'gpt-5': (1.25, 10.00), 'gpt-5-mini': (0.25, 2.00), 'gpt-5-nano': (0.05, 0.40),
         'gpt-4.1': (2.00, 8.00), 'gpt-4o': (2.50, 10.00), 'gpt-4o-mini': (0.15, 0.60), 'o3': (2.00, 8.00),
+        # embeddings: the library's search by meaning
+        'text-embedding-3-small': (0.02, 0.0), 'text-embedding-3-large': (0.13, 0.0),
     },
     'anthropic': {
         'claude-opus-4-5': (5.00, 25.00), 'claude-opus-4-1': (15.00, 75.00), 'claude-opus-4': (15.00, 75.00),

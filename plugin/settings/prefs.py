@@ -281,6 +281,7 @@ DEFAULTS = {
     # in the E-book viewer are the ones read)
     'read_next_from': 'anywhere',
     'read_next_read_field': {},
+    'library_index_places': {},  # library id: its folder, so that the index of a library gone is removed
 }
 
 CHAT_TEXT_SIZES = (85, 100, 115, 130, 150)
@@ -307,6 +308,7 @@ PREF_KINDS.update({
     'book_text_consent': list_of(text),
     'library_index_consent': list_of(text),
     'read_next_read_field': dict_of(text),
+    'library_index_places': dict_of(text),
     'cover_styles': list_of(a_dict),
     'cover_text': dict_of(same_kind(True)),
     'cover_templates': dict_of(text),

@@ -581,13 +581,18 @@ def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
     saved_prefs['book_scopes'] = {'forget-test:3': 'whole'}
     saved_prefs['book_text_consent'] = ['forget-test:3|openai']
     saved_prefs['provider'] = 'openai'
+    from calibre_plugins.bookai.library_search.vectors import BookVectors, Stamp, VectorFiles
+    vectors, index = VectorFiles(), BookVectors(3, 'openai/text-embedding-3-small')
+    index.put(1, [1.0, 0.0, 0.0], Stamp(1.0, ''))
+    vectors.write('forget-test', index)
 
     def still_there():
         return (secret_store().get('openai', 'api_key') == 'sk-to-be-forgotten-0123',
                 len(History().summaries('forget-test')) == 1,
                 cache.get('forget-test', 3, 'EPUB', book_file) is not None,
                 saved_prefs['book_scopes'] == {'forget-test:3': 'whole'},
-                saved_prefs['book_text_consent'] == ['forget-test:3|openai'])
+                saved_prefs['book_text_consent'] == ['forget-test:3|openai'],
+                vectors.read('forget-test') is not None)
 
     d = shown(qapp, SettingsDialog())
     w = d.settings
@@ -602,8 +607,9 @@ def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
         box.button(box.StandardButton.Cancel).click()
 
     click_through(qapp, w.sent_tab.forget_button, cancel)
-    assert still_there() == (True,) * 5 and w.sent_tab.forgotten.text() == ''
+    assert still_there() == (True,) * 6 and w.sent_tab.forgotten.text() == ''
     for what in ('API keys', 'conversations', 'text of books', 'choices made for each book',
+                 'the indexes of your libraries by meaning',
                  'Your books, their notes, columns and highlights are not touched'):
         assert what in texts[0]
 
@@ -612,8 +618,10 @@ def test_forget_everything(qapp, artifacts, saved_prefs, tmp_path):
         forget.click()
 
     click_through(qapp, w.sent_tab.forget_button, confirm)
-    assert still_there() == (False,) * 5
+    assert still_there() == (False,) * 6
     assert w.sent_tab.forgotten.text().startswith('Forgotten. API keys: 1; conversations: ')
+    assert 'of libraries by meaning.' in w.sent_tab.forgotten.text() or 'of a library by meaning.' in \
+        w.sent_tab.forgotten.text()
     assert w.provider_tab.provider_box.currentText().endswith('needs setting up')
     assert w.provider_tab.config_widgets['openai'].editors['api_key'].placeholderText() == 'Paste your key here'
     shoot(d, artifacts / 'settings-forgotten.png', SMALLEST)

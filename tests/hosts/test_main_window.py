@@ -10,7 +10,7 @@ from helpers.project import PLUGIN_NAME, PROJECT, build_script
 from helpers.sandbox import tracebacks
 
 MENU = ['Discuss selected book(s)', 'Quick actions', 'Ask for what to read next', 'Ask my library',
-        'Make chapter summaries', 'Generate cover…',
+        'Search library by meaning…', 'More like this', 'Make chapter summaries', 'Generate cover…',
         'Generate covers for the selected books…', 'Review generated covers…', 'Undo cover change',
         'Fill in metadata with AI…', 'Review metadata kept for later…', 'Undo metadata change', 'History',
         'Settings', 'About Book AI']
@@ -95,7 +95,7 @@ def test_a_users_icon_override_wins(sandbox, plugin_zip, library):
 
 
 MENU_MSGIDS = ['&Discuss selected book(s)', '&Quick actions', 'Ask for what to &read next', 'Ask my &library',
-               'Ma&ke chapter summaries',
+               'Search library by &meaning…', 'More like t&his', 'Ma&ke chapter summaries',
                '&Generate cover…', 'Generate &covers for the selected books…', 'Re&view generated covers…',
                '&Undo cover change', '&Fill in metadata with AI…', 'Review &metadata kept for later…',
                'Undo metadata c&hange', '&History', '&Settings', 'About Book AI']
@@ -133,6 +133,7 @@ def test_entries_in_calibres_menus(sandbox, plugin_zip, library, host):
     else:  # calibre has none: ours take calibre's names
         assert view.count('Discuss selected book(s) with AI') == 1 and 'Discuss selected book(s) with Book AI' not in view
         assert similar.count('Ask AI for what to read next') == 1 and 'Ask Book AI for what to read next' not in similar
+    assert similar.count('More like this (Book AI)') == 1 and similar[-1] == 'More like this (Book AI)'
     sc = report['shortcuts']
     assert sc['history']['keys'] == [] and sc['settings']['keys'] == []  # listed, for the user to set
 
