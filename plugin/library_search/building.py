@@ -168,14 +168,16 @@ def remember_place(library_id: str, folder: str) -> None:
 
 
 def remove_gone(files: VectorFiles) -> list[str]:
-    """Remove the indexes of the libraries whose folder is gone (no metadata.db there any more), and
-    the consents given for them; their ids."""
+    """Remove the indexes of the libraries whose folder is gone (no metadata.db there any more, where
+    the folder it was in is still there), and the consents given for them; their ids."""
     import os
 
     from calibre_plugins.bookai.settings.prefs import plugin_prefs
     prefs = plugin_prefs()
     places = dict(prefs['library_index_places'])
-    gone = [i for i, folder in places.items() if not os.path.isfile(os.path.join(folder, 'metadata.db'))]
+    # a library whose folder's parent is missing too is on a drive not mounted now: its index is kept
+    gone = [i for i, folder in places.items() if not os.path.isfile(os.path.join(folder, 'metadata.db'))
+            and os.path.isdir(os.path.dirname(os.path.normpath(folder)))]
     if gone:
         for library_id in gone:
             files.remove(library_id)

@@ -36,7 +36,7 @@ from calibre_plugins.bookai.gui.icons import plugin_icon
 from calibre_plugins.bookai.gui.worker import run_in_thread
 from calibre_plugins.bookai.library_search import building, finding
 from calibre_plugins.bookai.library_search.vectors import VectorFiles
-from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress, run_job
+from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress, start_job
 from calibre_plugins.bookai.providers.pricing import sending_estimate
 
 if TYPE_CHECKING:
@@ -152,6 +152,13 @@ class Searcher:
 
     def start(self, search: Search) -> bool:
         """Start search; False (said why) when it cannot start."""
+        return self.when_ready(lambda ready: self.find(search, ready))
+
+    def when_ready(self, then: Callable[[Ready], None]) -> bool:
+        """then(ready) once the library's index is up to date: the provider checked, the plan made in a
+        thread, the reader's consent asked for a provider online, the index's job run when it is
+        behind (what Search library by meaning, More like this and what to read next from this
+        library share). False (said why) when it cannot start."""
         provider = building.embeddings_provider()
         if provider is None:
             self.on_problem(NO_PROVIDER)
@@ -181,10 +188,10 @@ class Searcher:
                 ready.books, ready.tokens = building.estimate(db, library_id, p)
             return ready
         self.on_status(_('Looking at the library…'))
-        run_in_thread(prepare, lambda ready, exc: self.prepared(search, ready, exc), self.parent)
+        run_in_thread(prepare, lambda ready, exc: self.prepared(then, ready, exc), self.parent)
         return True
 
-    def prepared(self, search: Search, ready: Ready | None, exc: BaseException | None) -> None:
+    def prepared(self, then: Callable[[Ready], None], ready: Ready | None, exc: BaseException | None) -> None:
         if exc is not None or ready is None:
             self.on_problem(one_line(str(exc))[:600])
             return
@@ -192,9 +199,9 @@ class Searcher:
             if ready.consent and not self.agreed(ready):
                 self.on_problem(_('Nothing was sent.'))
                 return
-            self.start_job(search, ready)
+            self.start_job(then, ready)
             return
-        self.find(search, ready)
+        then(ready)
 
     def agreed(self, ready: Ready) -> bool:
         """The reader's yes to sending the library's metadata online, asked with the estimate."""
@@ -214,39 +221,36 @@ class Searcher:
         building.agree(self.library_id, e)
         return True
 
-    def start_job(self, search: Search, ready: Ready) -> None:
-        from calibre.gui2 import Dispatcher
-        from calibre.gui2.threaded_jobs import ThreadedJob
+    def start_job(self, then: Callable[[Ready], None], ready: Ready) -> None:
         library_id = self.library_id
         indexing.add(library_id)
         description = ngettext('Book AI: the library by meaning, {n} book', 'Book AI: the library by meaning, '
                                '{n} books', ready.plan.books).format(n=ready.plan.books)
-        job = ThreadedJob(JOB_TYPE, description, index_job, (self.db, library_id, ready), {},
-                          Dispatcher(lambda job: self.job_done(job, search, ready)), max_concurrent_count=1,
-                          killable=True)
-        run_job(self.gui, job, jobs)
+        start_job(self.gui, JOB_TYPE, description, index_job, (self.db, library_id, ready),
+                  lambda job: self.job_done(job, then, ready), jobs)
         self.on_status(ngettext('Embedding {n} book with {model}: see calibre\'s Jobs.',
                                 'Embedding {n} books with {model}: see calibre\'s Jobs.', ready.plan.books).format(
             n=ready.plan.books, model=one_line(ready.e.model)[:100]))
 
-    def job_done(self, job: 'ThreadedJob', search: Search, ready: Ready) -> None:
-        jobs.discard(job)
+    def job_done(self, job: 'ThreadedJob', then: Callable[[Ready], None], ready: Ready) -> None:
         indexing.discard(self.library_id)
+        stopped = _('Stopped: what was embedded is kept, and the next search goes on from there.')
+        jobs.discard(job)
         built = getattr(job, 'result', None)
-        if not isinstance(built, building.Built):
+        if not isinstance(built, building.Built):  # its failure said in the window that asked, not calibre's
             if getattr(job, 'killed', False):
-                self.on_problem(_('Stopped: what was embedded is kept, and the next search goes on from there.'))
+                self.on_problem(stopped)
             else:
                 why = getattr(job, 'exception', None)
                 self.on_problem(one_line(str(why))[:600] if why is not None else _(
                     "The library's index by meaning could not be brought up to date."))
             return
         if built.stopped:
-            self.on_problem(_('Stopped: what was embedded is kept, and the next search goes on from there.'))
+            self.on_problem(stopped)
             return
         if self.gui.current_db.new_api.library_id != self.db.library_id:  # the reader switched library
             return
-        self.find(search, ready)
+        then(ready)
 
     def find(self, search: Search, ready: Ready) -> None:
         db, library_id, cancel, e, files = self.db, self.library_id, self.cancel, ready.e, ready.files

@@ -184,3 +184,18 @@ def test_a_library_of_thousands_embeds_only_the_ten_changed(tmp_path, e):
         assert {f.book_id for f in found} == set(changed)
     finally:
         db.close()
+
+
+def test_the_index_of_a_library_gone_is_removed_not_one_on_a_drive_not_mounted(tmp_path, prefs):
+    from calibre_plugins.bookai.library_search.vectors import BookVectors
+    files = VectorFiles(str(tmp_path / 'vectors'))
+    removed, unmounted, here = tmp_path / 'removed', tmp_path / 'drive' / 'library', tmp_path / 'here'
+    for folder in (removed, here):
+        folder.mkdir()
+        (folder / 'metadata.db').write_bytes(b'')
+    for library_id, folder in (('R', removed), ('U', unmounted), ('H', here)):
+        files.write(library_id, BookVectors(3, 'p/m'))
+        building.remember_place(library_id, str(folder))
+    (removed / 'metadata.db').unlink()
+    assert building.remove_gone(files) == ['R']
+    assert [files.read(i) is not None for i in 'RUH'] == [False, True, True]

@@ -118,13 +118,14 @@ def embeddings(proxy):
 @pytest.fixture
 def started(monkeypatch):
     """The jobs started in calibre's job manager, recorded."""
+    from calibre_plugins.bookai.main_window import threaded_job
     record = []
-    run = lsa.run_job
+    run = threaded_job.run_job
 
     def recording(gui, job, kept):
         record.append(job)
         return run(gui, job, kept)
-    monkeypatch.setattr(lsa, 'run_job', recording)
+    monkeypatch.setattr(threaded_job, 'run_job', recording)
     return record
 
 

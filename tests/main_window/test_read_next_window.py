@@ -1,6 +1,6 @@
 # License: GPLv3 Copyright: the Book AI developers
 """"Ask for what to read next" from this library, offscreen, on a real calibre library: the index by
-meaning made by the real embedding model (all-MiniLM-L6-v2 in llama-server), the books offered sent to a
+meaning made by the real embedding model, in calibre's job (as Search library by meaning makes it) (all-MiniLM-L6-v2 in llama-server), the books offered sent to a
 model (scripted: it answers with a number sent, a number not sent, a link and HTML of its own), and the
 discussion that opens: only the numbers sent become links, and a link selects its book in calibre's list
 (said when the list, as shown, does not have it)."""
@@ -59,8 +59,9 @@ class StandInAction:
 def test_suggestions_from_the_library_link_only_the_books_offered(qapp, prefs, embed, tmp_path, artifacts):
     path, ids = make_meaning_library(tmp_path)
     from calibre.library import db
-    library = BookLibrary(db(str(path)).new_api, History(str(tmp_path / 'history')))
-    gui = stand_in_gui()
+    gui = stand_in_gui(job_manager=True)  # the index is brought up to date as calibre's job
+    gui.current_db = db(str(path))
+    library = BookLibrary(gui.current_db.new_api, History(str(tmp_path / 'history')))
     gui.library_view = LibraryView()
     action = StandInAction(gui, library)
     with ScriptedModel(hostile_answer) as model:
