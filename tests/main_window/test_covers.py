@@ -94,23 +94,6 @@ def own_cover_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def said(monkeypatch):
-    """calibre's message boxes, recorded (the question ones answered Yes)."""
-    import calibre.gui2 as gui2
-    record = {'error': [], 'info': [], 'question': []}
-    monkeypatch.setattr(gui2, 'error_dialog', lambda parent, title, msg, det_msg='', show=False, **k:
-                        record['error'].append(msg))
-    monkeypatch.setattr(gui2, 'info_dialog', lambda parent, title, msg, det_msg='', show=False, **k:
-                        record['info'].append(msg))
-
-    def question(parent, title, msg, *a, **k):
-        record['question'].append(msg)
-        return record.get('answer', True)
-    monkeypatch.setattr(gui2, 'question_dialog', question)
-    return record
-
-
-@pytest.fixture
 def books(sandbox):
     return make_library(sandbox, 'Library A', fts=False)
 
@@ -308,7 +291,7 @@ def test_a_library_switch_while_the_job_runs(qapp, prefs, sandbox, books, said):
         # asked for in library B, the review names where the covers wait, and applies nothing here
         covers.review_covers(gui)
         wait_until(lambda: said['info'], timeout=30, state=lambda: said)
-        assert 'Some are waiting for: Library A' in said['info'][0] and covers.reviews == []
+        assert 'Some are waiting for: Library A' in said['info'][0][0] and covers.reviews == []
         # once library A is open again, they are there to review and apply
         covers.library_about_to_change(gui, str(a.library_id))
         gui.current_db = a
@@ -389,7 +372,7 @@ def test_covers_of_a_run_calibre_closed_on_are_offered_for_review(qapp, prefs, b
     try:
         covers.review_covers(gui)
         wait_until(lambda: said['info'], timeout=30, state=lambda: said)
-        assert covers.reviews == [] and 'No new covers are waiting for review.' in said['info'][0]
+        assert covers.reviews == [] and 'No new covers are waiting for review.' in said['info'][0][0]
     finally:
         covers.filling.discard(staging)
     covers.review_covers(gui)  # no job of this calibre makes it: calibre was closed while it ran

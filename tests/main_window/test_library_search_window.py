@@ -92,20 +92,6 @@ def local(prefs, server):
 
 
 @pytest.fixture
-def said(monkeypatch):
-    import calibre.gui2 as gui2
-    record = {'error': [], 'question': []}
-    monkeypatch.setattr(gui2, 'error_dialog', lambda parent, title, msg, det_msg='', show=False, **k:
-                        record['error'].append(msg))
-
-    def question(parent, title, msg, *a, **k):
-        record['question'].append(msg)
-        return record.get('answer', True)
-    monkeypatch.setattr(gui2, 'question_dialog', question)
-    return record
-
-
-@pytest.fixture
 def library(tmp_path):
     return make_meaning_library(tmp_path)
 

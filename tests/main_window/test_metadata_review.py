@@ -54,23 +54,6 @@ def own_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def said(monkeypatch):
-    """calibre's message boxes, recorded (the question ones answered as record['answer'] says: yes)."""
-    import calibre.gui2 as gui2
-    record = {'error': [], 'info': [], 'question': []}
-    monkeypatch.setattr(gui2, 'error_dialog', lambda parent, title, msg, det_msg='', show=False, **k:
-                        record['error'].append(msg))
-    monkeypatch.setattr(gui2, 'info_dialog', lambda parent, title, msg, det_msg='', show=False, **k:
-                        record['info'].append((msg, det_msg)))
-
-    def question(parent, title, msg, *a, **k):
-        record['question'].append(msg)
-        return record.get('answer', True)
-    monkeypatch.setattr(gui2, 'question_dialog', question)
-    return record
-
-
-@pytest.fixture
 def library(sandbox):
     """The Quick Start Guide (book 1, tagged, with a description) and two empty books (2, 3), with
     custom columns of kinds AI metadata fills, and one it does not (a date)."""

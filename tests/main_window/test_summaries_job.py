@@ -37,23 +37,6 @@ def main_window(library):
 
 
 @pytest.fixture
-def said(monkeypatch):
-    """calibre's message boxes, recorded (the question answered as record['answer'] says: yes by default)."""
-    import calibre.gui2 as gui2
-    record = {'error': [], 'info': [], 'question': []}
-    monkeypatch.setattr(gui2, 'error_dialog', lambda parent, title, msg, det_msg='', show=False, **k:
-                        record['error'].append(msg))
-    monkeypatch.setattr(gui2, 'info_dialog', lambda parent, title, msg, det_msg='', show=False, **k:
-                        record['info'].append((msg, det_msg)))
-
-    def question(parent, title, msg, *a, **k):
-        record['question'].append(msg)
-        return record.get('answer', True)
-    monkeypatch.setattr(gui2, 'question_dialog', question)
-    return record
-
-
-@pytest.fixture
 def notified(monkeypatch):
     """What the job tells calibre's Jobs (fraction, text), recorded on its way; with pause set, the job
     waits after its first summary until calibre's Stop has been pressed (abort)."""
