@@ -8,12 +8,12 @@ Cover artwork tab opens it for the provider of images).
 from typing import TYPE_CHECKING
 
 from qt.core import (
-    QComboBox, QDialog, QDialogButtonBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea,
+    QComboBox, QDialog, QDialogButtonBox, QFormLayout, QFrame, QPushButton, QScrollArea,
     QStackedWidget, Qt, QVBoxLayout, QWidget, pyqtSignal,
 )
 
 from calibre_plugins.bookai.gui.provider_config import ProviderConfigWidget
-from calibre_plugins.bookai.gui.settings_tab import SettingsTab, wrapped_label
+from calibre_plugins.bookai.gui.settings_tab import SettingsTab, labelled_row, wrapped_label
 from calibre_plugins.bookai.providers.base import AIProviderPlugin
 from calibre_plugins.bookai.providers.capabilities import Capability
 from calibre_plugins.bookai.providers.registry import PROVIDERS, get_provider
@@ -70,18 +70,12 @@ class ProviderTab(SettingsTab):
     def setup_ui(self) -> None:
         layout = QVBoxLayout(self)
         self.providers = {name: get_provider(name) for name in PROVIDERS}
-        row = QHBoxLayout()
         self.provider_box = QComboBox(self)
         self.provider_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         for name in self.providers:
             self.provider_box.addItem('', name)
         self.show_provider_states()
-        label = QLabel(_('&Answers come from:'), self)
-        label.setBuddy(self.provider_box)
-        row.addWidget(label)
-        row.addWidget(self.provider_box)
-        row.addStretch(1)
-        layout.addLayout(row)
+        layout.addLayout(labelled_row(_('&Answers come from:'), self.provider_box, self))
         self.none_chosen = wrapped_label(_(
             'No provider is chosen yet: nothing is sent anywhere until you choose one here and click OK.'), self)
         self.none_chosen.setStyleSheet('QLabel { font-weight: bold }')
@@ -96,7 +90,6 @@ class ProviderTab(SettingsTab):
         self.import_button.clicked.connect(self.import_from_calibre)
         layout.addWidget(self.import_button, 0, Qt.AlignmentFlag.AlignLeft)
         self.provider_box.currentIndexChanged.connect(self.show_provider)
-        row = QHBoxLayout()
         self.embeddings_box = QComboBox(self)
         self.embeddings_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.embeddings_box.addItem(_('The provider answers come from'), '')
@@ -105,12 +98,7 @@ class ProviderTab(SettingsTab):
                 self.embeddings_box.addItem(p.display_name, name)
         self.embeddings_box.setToolTip(_('The provider that embeds your books\' metadata for Search library by '
                                          'meaning and More like this: one on this computer sends nothing away'))
-        label = QLabel(_('Search librar&y by meaning with:'), self)
-        label.setBuddy(self.embeddings_box)
-        row.addWidget(label)
-        row.addWidget(self.embeddings_box)
-        row.addStretch(1)
-        layout.addLayout(row)
+        layout.addLayout(labelled_row(_('Search librar&y by meaning with:'), self.embeddings_box, self))
 
     def load(self) -> None:
         chosen = self.prefs['provider']

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from calibre.library.field_metadata import FieldMetadata
 from qt.core import (
-    QDialog, QDialogButtonBox, QLabel, QLineEdit, QListWidgetItem, QPlainTextEdit, Qt, QVBoxLayout, QWidget,
+    QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QLineEdit, QListWidgetItem, QPlainTextEdit, Qt, QVBoxLayout, QWidget,
 )
 
 if TYPE_CHECKING:
@@ -30,6 +30,15 @@ def form_label(text: str, buddy: QWidget, parent: QWidget) -> tuple[QLabel, QWid
     label = QLabel(text, parent)
     label.setBuddy(buddy)
     return label, buddy
+
+
+def labelled_row(text: str, buddy: QWidget, parent: QWidget) -> QHBoxLayout:
+    """A row of one field: its label (its Alt key goes to buddy), buddy, then room."""
+    row = QHBoxLayout()
+    row.addWidget(form_label(text, buddy, parent)[0])
+    row.addWidget(buddy)
+    row.addStretch(1)
+    return row
 
 
 def checked(item: QListWidgetItem) -> bool:
