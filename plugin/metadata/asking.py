@@ -14,7 +14,7 @@ written here (metadata/changes.py).
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from calibre_plugins.bookai.conversation.prompts import metadata_field_request, metadata_messages
@@ -24,7 +24,7 @@ from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.messages import Failed, Message, Usage
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.metadata.changes import Proposal, comparable
-from calibre_plugins.bookai.metadata.fields import Checked, Field, answer_schema, checked
+from calibre_plugins.bookai.metadata.fields import Checked, Field, answer_schema, checked, language_note
 from calibre_plugins.bookai.providers.streaming import schema_answer
 
 if TYPE_CHECKING:
@@ -131,6 +131,8 @@ def ask_book(run: Asking, book: BookRead, cancel: CancelToken | None = None) -> 
     notes: list[str] = []
     for f in fields:
         got = found[f.key]
+        if said := language_note(f, got.value, run.language):
+            got = replace(got, notes=(*got.notes, said))
         notes += got.notes
         if got.new:
             notes.append(_('{field}: new to the library: {values}').format(field=f.label, values=', '.join(got.new)))

@@ -290,3 +290,39 @@ def checked_languages(f: Field, value: object) -> Checked:
     if not codes:
         return Checked(notes=notes or refused(f).notes)
     return Checked(tuple(codes[:MAX_LANGUAGES]), notes=notes)
+
+
+# The commonest words of the languages a description is most often asked in: a text that holds many
+# of one language's and few of the one asked for was likely written in the other.
+COMMON_WORDS = {
+    'English': frozenset('the and of to is in that with his her for on as was are by from this their'.split()),
+    'French': frozenset('le la les et des est une dans que qui pour sur avec du au ses son pas il elle'.split()),
+    'German': frozenset('der die und das ist nicht mit ein eine sich den auf für von zu dem des sie er'.split()),
+    'Spanish': frozenset('el los las y que en un una es por con para del su se al lo como más'.split()),
+    'Italian': frozenset('il che di un una per con non sono gli del della nel alla si le lo è'.split()),
+    'Dutch': frozenset('de het een en van is dat niet met op voor zijn naar ook bij haar hij ze'.split()),
+    'Portuguese': frozenset('o os as e que um uma não com para por do da dos das seu sua em'.split()),
+}
+LEAST_COMMON_WORDS = 4  # a text with fewer of any language's is too short to tell
+
+
+def seems_written_in(text: str) -> str:
+    """The language of COMMON_WORDS text most likely is in ('' when it cannot be told: too short, or
+    two languages alike)."""
+    words = re.findall(r"[^\W\d_]+", text.casefold())[:2000]
+    hits = sorted(((sum(w in common for w in words), name) for name, common in COMMON_WORDS.items()), reverse=True)
+    (best, name), second = hits[0], hits[1][0]
+    return name if best >= LEAST_COMMON_WORDS and best >= 2 * second else ''
+
+
+def language_note(f: Field, value: object, wanted: str) -> str:
+    """Words for the reader when a text field's value seems written in another language than wanted
+    (a language named in English, as the request asks for it); '' otherwise, and when either cannot
+    be told."""
+    if wanted not in COMMON_WORDS or not isinstance(value, str) or f.datatype not in ('comments', 'text'):
+        return ''
+    found = seems_written_in(HTML_TAG.sub(' ', value))
+    if not found or found == wanted:
+        return ''
+    return _('{field}: it seems written in {found}, not in {wanted}: read it before you apply it.').format(
+        field=f.label, found=found, wanted=wanted)

@@ -135,3 +135,15 @@ def test_the_demos_model_fills_a_books_metadata_by_its_schema():
     keys = {p.key for p in answer.proposals}
     assert {'tags', 'comments'} <= keys, answer
     assert all(p.new for p in answer.proposals)
+
+
+def test_a_description_in_another_language_than_asked_is_proposed_with_a_note():
+    french = ("Une jeune femme et sa sœur arrivent dans la maison de leur tante, qui les accueille avec des "
+              "secrets pour chacune et une lettre que personne n'a lue.")
+    with ScriptedModel(lambda request: json.dumps(dict(GOOD, description=french))) as model:
+        answer = ask_book(Asking(provider_at(model.url), 'tiny', FIELDS, VOCABULARY, 'English'), book())
+    assert 'Write the texts in English.' in model.requests[0]['messages'][0]['content'] + \
+        model.requests[0]['messages'][-1]['content']
+    comments = next(p for p in answer.proposals if p.key == 'comments')
+    said = 'Comments: it seems written in French, not in English: read it before you apply it.'
+    assert said in comments.notes and said in answer.notes

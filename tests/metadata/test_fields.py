@@ -112,3 +112,18 @@ def test_a_fixed_list_takes_only_its_values():
 def test_a_custom_columns_type_holds(datatype, value, expected):
     f = custom_field('#c', {'datatype': datatype, 'name': 'C'})
     assert checked(f, value).value == expected
+
+
+def test_a_description_in_another_language_than_asked_is_said():
+    from calibre_plugins.bookai.metadata.fields import language_note, seems_written_in, standard_field
+    french = ("<p>Une jeune femme et sa sœur arrivent dans la maison de leur tante, qui les accueille avec "
+              "des secrets pour chacune et une lettre que personne n'a lue.</p>")
+    english = '<p>A young woman and her sister arrive at the house of their aunt, who has a secret for each of them.</p>'
+    f = standard_field('comments')
+    assert seems_written_in(french) == 'French' and seems_written_in(english) == 'English'
+    assert language_note(f, french, 'English') == (
+        'Comments: it seems written in French, not in English: read it before you apply it.')
+    assert language_note(f, english, 'English') == '' and language_note(f, french, 'French') == ''
+    assert language_note(f, 'Short.', 'English') == ''        # too short to tell
+    assert language_note(f, french, 'Klingon') == ''          # a language it cannot tell
+    assert language_note(standard_field('tags'), ['Roman'], 'English') == ''
