@@ -290,7 +290,7 @@ def test_ask_library_prints_the_citations_of_the_answer(cli, sandbox, tmp_path):
 
 
 def test_marks_are_read_right_around_stray_ones_and_only_the_first_matches_kept():
-    from calibre_plugins.bookai.grounding import library_search as ls
+    from calibre_plugins.bookai.grounding import library_passages as ls
     s, e = ls.HIT_START, ls.HIT_END
     marked = f'a {e}stray {s}rain{e} and {s}Sea{e}{s}x{s}y{e} end'
     text, hits = ls.unmark(marked)
