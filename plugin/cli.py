@@ -1617,7 +1617,7 @@ def meaning_index(library: BookLibrary, provider_name: str, model: str, yes: boo
     try:
         e = building.embedder(provider, model, cancel)
     except ProviderError as err:
-        raise Exit(PROVIDER_ERROR, err.sentence) from None
+        raise Exit(PROVIDER_ERROR, str(err)) from None
     files = building.VectorFiles()
     p = building.plan(db, library_id, e, files)
     for kept in p.set_aside:
@@ -1640,7 +1640,7 @@ def meaning_index(library: BookLibrary, provider_name: str, model: str, yes: boo
         try:
             built = building.update_index(db, library_id, e, files, cancel, told, the_plan=p)
         except ProviderError as err:
-            raise Exit(PROVIDER_ERROR, err.sentence) from None
+            raise Exit(PROVIDER_ERROR, str(err)) from None
         except building.IndexNotKept as err:
             raise Exit(NOT_WRITTEN, str(err)) from None
     if built.stopped:
@@ -1671,7 +1671,7 @@ def by_meaning_search(library: BookLibrary, args: argparse.Namespace, stdout: Te
             found = (finding.more_like(db, index, books, limit, allowed) if books else
                      finding.search(db, library_id, index, e, ' '.join(args.query), limit, allowed, cancel))
         except ProviderError as err:
-            raise Exit(PROVIDER_ERROR, err.sentence) from None
+            raise Exit(PROVIDER_ERROR, str(err)) from None
     titles = db.all_field_for('title', [f.book_id for f in found], default_value='')
     authors = db.all_field_for('authors', [f.book_id for f in found], default_value=())
     for f in found:

@@ -31,6 +31,7 @@ from qt.core import (
 )
 
 from calibre_plugins.bookai.core.cancel import CancelToken
+from calibre_plugins.bookai.core.errors import ProviderError
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.gui.icons import plugin_icon
 from calibre_plugins.bookai.gui.worker import run_in_thread
@@ -237,6 +238,9 @@ class Searcher:
         stopped = _('Stopped: what was embedded is kept, and the next search goes on from there.')
         jobs.discard(job)
         built = getattr(job, 'result', None)
+        if isinstance(built, IndexFailed):
+            self.on_problem(built.sentence)
+            return
         if not isinstance(built, building.Built):  # its failure said in the window that asked, not calibre's
             if getattr(job, 'killed', False):
                 self.on_problem(stopped)
@@ -273,15 +277,29 @@ class Searcher:
         run_in_thread(work, done, self.parent)
 
 
+@dataclass(frozen=True)
+class IndexFailed:
+    """The index could not be brought up to date: why, in one sentence (what was embedded is kept)."""
+    sentence: str
+
+
 def index_job(db: Any, library_id: str, ready: Ready, abort: threading.Event | None = None, log: Any = None,
-              notifications: Any = None) -> building.Built:
+              notifications: Any = None) -> 'building.Built | IndexFailed':
     """The job's work, in calibre's job thread: the index brought up to date, its progress as
-    calibre's notifications; calibre's Stop (abort) stops it, what was embedded kept."""
+    calibre's notifications; calibre's Stop (abort) stops it, what was embedded kept. A service that
+    fails, or an index that cannot be kept, ends it as IndexFailed: said in the window that asked,
+    not as a failed job's traceback."""
     tell = job_progress(notifications)
     with job_cancel(abort, 'BookAI-library-index-stop') as cancel:
         def progress(done: int, total: int) -> None:
             tell(done / max(1, total), _('{done} of {total} books').format(done=done, total=total))
-        built = building.update_index(db, library_id, ready.e, ready.files, cancel, progress, the_plan=ready.plan)
+        try:
+            built = building.update_index(db, library_id, ready.e, ready.files, cancel, progress,
+                                          the_plan=ready.plan)
+        except ProviderError as e:
+            return IndexFailed(str(e))
+        except building.IndexNotKept as e:
+            return IndexFailed(str(e))
     if callable(log):
         log(_('{embedded} books embedded, {kept} kept, {removed} taken out; {books} in the index.').format(
             embedded=built.embedded, kept=built.kept, removed=built.removed, books=built.books))

@@ -81,8 +81,11 @@ def test_main_window_without_a_provider_connects_nowhere(sandbox, plugin_zip, li
     f = report['features']
     assert report['sockets'] == [], report['sockets']
     assert [k for k in f if k in MAIN_WINDOW_FEATURES] == MAIN_WINDOW_FEATURES, list(f)
-    assert len(f['quick_menu']) == 5 and len(f['menu']) == 12
+    assert len(f['quick_menu']) == 5 and len(f['menu']) == 17
     assert f['summaries'] == f'{NO_PROVIDER} {NOT_SENT} Set up a provider in the settings.', f['summaries']
+    assert f['fill_metadata'] == f'{NO_PROVIDER} {NOT_SENT} Set up a provider in the settings.', f['fill_metadata']
+    for name in ('search_by_meaning', 'more_like_this'):  # no provider that embeds: said how to set one up
+        assert f[name].startswith('No provider that makes embeddings is chosen for the library.'), (name, f[name])
     assert NO_PROVIDER in f['discuss_opened']['chat']
     for name in MAIN_WINDOW_FEATURES:  # each said so, in words, and asked nothing
         assert f'{NO_PROVIDER} {NOT_SENT} Set up a provider in the settings.' in f[name]['chat'], (name, f[name])
@@ -107,6 +110,10 @@ def test_main_window_with_a_local_provider_talks_to_it_only(sandbox, plugin_zip,
     # Ask my library searches calibre's full-text index, off in this library: it says so, sends nothing
     assert f['ask_library']['answers'] == [] and NOT_SENT in f['ask_library']['chat']
     assert report['preview'] and report['settings'] == 'Book AI settings'
+    assert f['fill_metadata'] == 'Fill in metadata with AI'  # its choices first: nothing asked before them
+    # the server answers no embeddings (it was not started for them): said in words, asked of it only
+    assert 'does not support embeddings' in f['search_by_meaning'], f['search_by_meaning']
+    assert 'does not support embeddings' in f['more_like_this'], f['more_like_this']
     # book text off: the book's own words went nowhere
     prompts = received(llama)
     assert len(prompts) >= len(MAIN_WINDOW_FEATURES) - 1

@@ -476,6 +476,27 @@ def features(gui):
         QTimer.singleShot(50, lambda: modal(seen, 'summaries', done, record=lambda d: d.msg.text()))
         by_name['make-summaries'].trigger()
 
+    def fill_metadata(done):  # without a provider said in a dialog, in words; with one, its choices (closed)
+        QTimer.singleShot(50, lambda: modal(seen, 'fill_metadata', done, record=lambda d: (
+            d.msg.text() if hasattr(d, 'msg') else d.windowTitle())))
+        by_name['fill-metadata'].trigger()
+
+    def by_meaning(name, trigger, words=''):
+        def run(done):  # the window says, in words, what it could or could not do
+            from calibre_plugins.bookai.main_window import library_search_actions as lsa
+            trigger()
+            w = lsa.windows[-1]
+            if words:
+                w.words.setText(words)
+                w.search()
+
+            def close():
+                seen[name] = w.status.text()
+                w.close()
+                done()
+            later(report, lambda: w.search_button.isEnabled() and not lsa.jobs and w.status.text(), close)
+        return run
+
     def settings(done):
         QTimer.singleShot(50, lambda: modal(report, 'settings', done))
         by_name['settings'].trigger()
@@ -487,7 +508,9 @@ def features(gui):
 
     from calibre_plugins.bookai.conversation.actions import library_actions
     steps(menu, discuss, *[quick_action(i) for i in range(len(library_actions()))], read_next, ask_library,
-          history, summaries, settings, quit)
+          history, summaries, fill_metadata,
+          by_meaning('search_by_meaning', by_name['search-by-meaning'].trigger, 'a guide to calibre'),
+          by_meaning('more_like_this', by_name['more-like-this'].trigger), settings, quit)
 
 
 def interrupt(gui):
