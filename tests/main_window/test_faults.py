@@ -104,7 +104,7 @@ def assert_recovered(w, threads, words, books=None):
 
 def test_a_server_that_stalls_mid_answer_times_out_in_words(qapp, prefs, books, tiny):
     w = window_with_a_first_answer(books, prefs, tiny)
-    with tiny_server(100000) as server:  # its answers go on until stopped
+    with tiny_server(100000, 65536) as server:  # its answers go on until stopped (its context too)
         use_server(prefs, server.base_url, read_timeout=1.0)  # the longest silence, as set in the settings
         threads = other_threads()
         send(w, SECOND)
@@ -121,7 +121,7 @@ def test_a_server_that_stalls_mid_answer_times_out_in_words(qapp, prefs, books, 
 
 def test_a_server_killed_mid_answer(qapp, prefs, books, tiny):
     w = window_with_a_first_answer(books, prefs, tiny)
-    server = tiny_server(100000)
+    server = tiny_server(100000, 65536)  # an answer that cannot end by itself before the kill
     try:
         use_server(prefs, server.base_url)
         threads = other_threads()
@@ -249,7 +249,7 @@ def test_two_windows_and_the_viewer_panel_streaming_at_once(qapp, prefs, books, 
 
 def test_a_new_chat_mid_answer_then_a_question_gets_only_its_own_answer(qapp, prefs, books, tiny):
     """The stopped answer's last pieces, still on their way, never land in the next one."""
-    with tiny_server(100000) as endless:
+    with tiny_server(100000, 65536) as endless:  # its answers go on until stopped (its context too)
         use_server(prefs, endless.base_url)
         w = window(books)
         send(w, FIRST)
