@@ -14,19 +14,7 @@ from calibre_plugins.bookai.library_search.vectors import VectorFiles
 from calibre_plugins.bookai.providers.registry import get_provider
 from helpers.book_fields import open_library
 from helpers.meaning_library import BOOKS, QUERIES, make_meaning_library
-from helpers.peers import EMBED_DIM, LlamaServer
-
-
-@pytest.fixture(scope='module')
-def server():
-    with LlamaServer('embed') as s:
-        yield s
-
-
-@pytest.fixture
-def e(server):
-    provider = get_provider('openai_compatible', settings={'base_url': server.base_url + '/v1', 'model': server.model})
-    return building.embedder(provider, server.model)
+from helpers.peers import EMBED_DIM
 
 
 @pytest.fixture

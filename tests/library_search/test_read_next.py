@@ -17,24 +17,10 @@ from calibre_plugins.bookai.conversation.conversation import Conversation
 from calibre_plugins.bookai.conversation.last_read import DAY, LastRead, book_key
 from calibre_plugins.bookai.library_search import building, read_next
 from calibre_plugins.bookai.library_search.vectors import VectorFiles
-from calibre_plugins.bookai.providers.registry import get_provider
 from helpers.book_fields import open_library
 from helpers.meaning_library import BOOKS, make_meaning_library
-from helpers.peers import LlamaServer
 
 KEEPER, HARROW, GREENS, ROME, VINEYARD, RETURN, TIDES = range(7)
-
-
-@pytest.fixture(scope='module')
-def server():
-    with LlamaServer('embed') as s:
-        yield s
-
-
-@pytest.fixture
-def e(server):
-    provider = get_provider('openai_compatible', settings={'base_url': server.base_url + '/v1', 'model': server.model})
-    return building.embedder(provider, server.model)
 
 
 @pytest.fixture
