@@ -73,6 +73,15 @@ shares a word with the search. Measured again (same day, --all-real, 50,000 real
    the index's search alone 34.1 ms; a brute-force float scan 360.3 ms (11x)
    recall@10 against the scan 0.995 (worst query 0.9); the index 50.1 MB (peak 88.4 MB)
    10 books changed: update_index() 0.65 s, embedded exactly 10; plan() alone 0.25 s
+
+On the other hosts (same day, 2,000 real vectors and 48,000 derived; noai used the library forky's
+run made, the same calibre):
+
+   host                  library made   finding.search() median   index alone   recall@10   memory
+   forky, calibre 9.17   212.8 s        100.1 ms                  17.4 ms       0.965       50.3 MB
+   trixie, calibre 8.5   178.4 s        109.0 ms                  22.4 ms       0.965       50.1 MB
+   noai, 9.17 without AI (kept)         97.9 ms                   17.1 ms       0.965       50.3 MB
+   each: 10 books changed, update_index() 0.44 s, embedded exactly 10
 """
 
 import argparse
