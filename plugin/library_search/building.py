@@ -26,7 +26,7 @@ again (the model's name is the same, the model is not).
 """
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +96,8 @@ class Plan:
     gone: list[int]                   # books to take out
     index: BookVectors | None         # the index as kept (None: made anew)
     set_aside: list[str]
+    stamps: dict[int, float] = field(default_factory=dict)   # every book's time, as book_stamps() read it
+    summaries: Mapping[int, tuple[list[str], float]] | None = None  # read_so_far.kept_summaries (None: not read)
 
     @property
     def books(self) -> int:
@@ -188,42 +190,52 @@ def remove_gone(files: VectorFiles) -> list[str]:
     return gone
 
 
-def book_stamps(db: Any, library_id: str = '', summaries: SummaryCache | None = None) -> dict[int, float]:
+def book_stamps(db: Any, library_id: str = '', summaries: SummaryCache | None = None,
+                kept: Mapping[int, tuple[list[str], float]] | None = None) -> dict[int, float]:
     """The time of each book of the library (db: its new_api), at most vectors.MAX_BOOKS books (the
     lowest ids): calibre's last-modified time, or when its chapter summaries last changed, if
-    later (read_so_far.kept_summaries; with library_id only)."""
+    later (kept: read_so_far.kept_summaries, listed here when not given; with library_id only)."""
     ids = sorted(db.all_book_ids())[:MAX_BOOKS]
     times = db.all_field_for('last_modified', ids, default_value=None)
     stamps = {b: modified_time(times.get(b)) for b in ids}
-    if library_id:
-        for b, (_fmts, changed) in kept_summaries(summaries or SummaryCache(), library_id).items():
-            if b in stamps:
-                stamps[b] = max(stamps[b], changed)
+    if kept is None:
+        kept = kept_summaries(summaries or SummaryCache(), library_id) if library_id else {}
+    for b, (_fmts, changed) in kept.items():
+        if b in stamps:
+            stamps[b] = max(stamps[b], changed)
     return stamps
 
 
 def plan(db: Any, library_id: str, e: Embedder, files: VectorFiles) -> Plan:
     """What an update of the library's index by e would embed (at most), from the kept index."""
     index = files.read(library_id, model=e.key)
-    stamps = book_stamps(db, library_id)
+    kept = kept_summaries(SummaryCache(), library_id)
+    stamps = book_stamps(db, library_id, kept=kept)
     if index is None:
-        return Plan(list(stamps), [], None, list(files.set_aside_as))
+        return Plan(list(stamps), [], None, list(files.set_aside_as), stamps, kept)
     todo, gone = index.changed({b: Stamp(t) for b, t in stamps.items()})
-    return Plan(todo, gone, index, list(files.set_aside_as))
+    return Plan(todo, gone, index, list(files.set_aside_as), stamps, kept)
+
+
+def allowed_custom(library_id: str) -> list[str]:
+    """The custom fields the reader allows for the library (conversation/books.py allowed_fields())."""
+    from calibre_plugins.bookai.conversation.books import allowed_fields
+    return sorted(n for n in allowed_fields(library_id) if n.startswith('#'))
 
 
 def entries_of(db: Any, library_id: str, book_ids: Sequence[int], custom: Sequence[str] | None = None,
-               summaries: SummaryCache | None = None) -> list[Entry]:
+               summaries: SummaryCache | None = None,
+               kept: Mapping[int, tuple[list[str], float]] | None = None) -> list[Entry]:
     """The entries of book_ids, with the custom fields the reader allows for the library
-    (conversation/books.py allowed_fields(), when custom is None) and the chapter summaries kept
-    (read_so_far.py)."""
+    (allowed_custom(), when custom is None) and the chapter summaries kept (read_so_far.py; kept:
+    the library's, listed here when not given)."""
     if custom is None:
-        from calibre_plugins.bookai.conversation.books import allowed_fields
-        custom = sorted(n for n in allowed_fields(library_id) if n.startswith('#'))
+        custom = allowed_custom(library_id)
     labels = custom_labels(db, custom)
     values = library_values(db, book_ids, custom)
     cache = summaries or SummaryCache()
-    kept = kept_summaries(cache, library_id) if library_id else {}
+    if kept is None:
+        kept = kept_summaries(cache, library_id) if library_id else {}
     return [book_entry(b, values[b], custom, labels,
                        summaries_text(cache, library_id, b, kept[b][0]) if b in kept else '') for b in book_ids]
 
@@ -231,8 +243,9 @@ def entries_of(db: Any, library_id: str, book_ids: Sequence[int], custom: Sequen
 def estimate(db: Any, library_id: str, p: Plan, custom: Sequence[str] | None = None) -> tuple[int, int]:
     """(books, tokens) the plan would send at most: what needs_consent() says before a run online."""
     tokens = 0
+    custom = allowed_custom(library_id) if custom is None else custom
     for start in range(0, len(p.todo), 1000):
-        for entry in entries_of(db, library_id, p.todo[start:start + 1000], custom):
+        for entry in entries_of(db, library_id, p.todo[start:start + 1000], custom, kept=p.summaries):
             tokens += len(entry.text) // CHARS_PER_TOKEN + 1
     return len(p.todo), tokens
 
@@ -250,8 +263,10 @@ def update_index(db: Any, library_id: str, e: Embedder, files: VectorFiles | Non
     try:
         return Update(db, library_id, e, files, cancel, progress, custom).run(p)
     except ModelChanged:  # the same name, another model: every book again
+        kept = p.summaries if p.summaries is not None else kept_summaries(SummaryCache(), library_id)
+        stamps = p.stamps or book_stamps(db, library_id, kept=kept)
         return Update(db, library_id, e, files, cancel, progress, custom).run(
-            Plan(sorted(book_stamps(db, library_id)), [], None, p.set_aside), started_again=True)
+            Plan(sorted(stamps), [], None, p.set_aside, stamps, kept), started_again=True)
 
 
 class ModelChanged(Exception):
@@ -264,7 +279,9 @@ class Update:
     def __init__(self, db: Any, library_id: str, e: Embedder, files: VectorFiles, cancel: CancelToken,
                  progress: Callable[[int, int], None] | None, custom: Sequence[str] | None) -> None:
         self.db, self.library_id, self.e, self.files = db, library_id, e, files
-        self.cancel, self.progress, self.custom = cancel, progress, custom
+        self.cancel, self.progress = cancel, progress
+        self.custom = list(custom) if custom is not None else allowed_custom(library_id)  # read once a run
+        self.kept: Mapping[int, tuple[list[str], float]] = {}
         self.index: BookVectors | None = None
         self.unsaved, self.last_save = 0, time.monotonic()
 
@@ -275,7 +292,8 @@ class Update:
             for b in p.gone:
                 built.removed += self.index.remove(b)
             self.unsaved += built.removed
-        stamps = book_stamps(self.db, self.library_id) if p.todo else {}
+        self.kept = p.summaries if p.summaries is not None else kept_summaries(SummaryCache(), self.library_id)
+        stamps = p.stamps or (book_stamps(self.db, self.library_id, kept=self.kept) if p.todo else {})
         total = len(p.todo)
         try:
             for start in range(0, total, BATCH):
@@ -301,7 +319,7 @@ class Update:
     def batch(self, ids: list[int], stamps: dict[int, float], built: Built) -> None:
         """Embed the books of ids whose text changed; take the new times of the others."""
         todo: list[Entry] = []
-        for entry in entries_of(self.db, self.library_id, ids, self.custom):
+        for entry in entries_of(self.db, self.library_id, ids, self.custom, kept=self.kept):
             stamp = Stamp(stamps.get(entry.book_id, 0.0), entry.digest)
             kept = self.index.stamp(entry.book_id) if self.index is not None else None
             if self.index is not None and kept is not None and kept.digest == entry.digest:
