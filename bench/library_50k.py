@@ -335,7 +335,8 @@ def main() -> int:
                 best = index.search(qv, 10)
                 alone_times.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
-                finding.explained(db, LIBRARY_ID, e, qv, q, [b for b, _s in best][:finding.EXPLAINED], None)
+                best_parts = finding.parts_of(db, LIBRARY_ID, [b for b, _s in best][:finding.EXPLAINED])
+                finding.explained(e, qv, q, best_parts, None)
                 whys.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 scores = [sum(map(mul, qv, v)) for v in vectors]

@@ -77,16 +77,21 @@ def search(db: Any, library_id: str, index: BookVectors, e: Embedder, words: str
         raise ProviderError(_('{provider} sent a vector Book AI cannot use: {why}').format(
             provider=e.provider.display_name, why=str(err))) from None
     ids = [b for b, _s in found]
-    whys = explained(db, library_id, e, query, words, ids[:EXPLAINED], cancel)
-    whys.update(by_words(db, library_id, words, ids[EXPLAINED:]))
+    entries = parts_of(db, library_id, ids)
+    whys = explained(e, query, words, {b: entries[b] for b in ids[:EXPLAINED]}, cancel)
+    whys.update(shared_words(words, {b: entries[b] for b in ids[EXPLAINED:]}))
     return [Found(b, score, whys.get(b, '')) for b, score in found]
 
 
-def explained(db: Any, library_id: str, e: Embedder, query: list[float], words: str, book_ids: list[int],
+def parts_of(db: Any, library_id: str, book_ids: list[int]) -> dict[int, list[str]]:
+    """The parts() of the entries of book_ids, as the index embedded them."""
+    return {x.book_id: parts(x.text) for x in entries_of(db, library_id, book_ids)} if book_ids else {}
+
+
+def explained(e: Embedder, query: list[float], words: str, entries: dict[int, list[str]],
               cancel: CancelToken | None) -> dict[int, str]:
-    """Why each of book_ids was found: the part of its entry nearest the query (one request for
-    all), else the first that shares a word with words."""
-    entries = {x.book_id: parts(x.text) for x in entries_of(db, library_id, book_ids)}
+    """Why each book of entries (its parts, by book id) was found: the part nearest the query (one
+    request for all), else the first that shares a word with words."""
     texts = [(b, p) for b, ps in entries.items() for p in ps]
     if not texts:
         return {}
@@ -105,15 +110,9 @@ def explained(db: Any, library_id: str, e: Embedder, query: list[float], words: 
         return shared_words(words, entries)
 
 
-def by_words(db: Any, library_id: str, words: str, book_ids: list[int]) -> dict[int, str]:
-    """Why each of book_ids was found, without asking the model: the first part of its entry that
-    shares a word with words."""
-    if not book_ids:
-        return {}
-    return shared_words(words, {x.book_id: parts(x.text) for x in entries_of(db, library_id, book_ids)})
-
-
 def shared_words(words: str, entries: dict[int, list[str]]) -> dict[int, str]:
+    """Why each book of entries was found, without asking the model: the first part that shares a
+    word with words."""
     wanted = words_of(words)
     return {b: next((p for p in ps if words_of(p) & wanted), '') for b, ps in entries.items()}
 
