@@ -98,6 +98,7 @@ NOT_QUICK_FIXTURES = {
     'sandbox': "calibre's programs, run in a calibre of the test's own",
     'session_bus': 'a D-Bus session bus (and GNOME Keyring)',
     'tiny': "llama.cpp's server with the tiny model",
+    'embed': "llama.cpp's server with the embedding model",
 }
 # helpers that start something, named in a test's code, its fixtures' or the functions they call
 NOT_QUICK_HELPERS = {
@@ -273,6 +274,15 @@ def cli(sandbox: Sandbox, plugin_zip: Path) -> Callable[..., Result]:
     def run(*args, stdin=None, env=None):
         return sandbox.run(['calibre-debug', '-r', 'Book AI', '--'] + list(args), input=stdin, env=env)
     return run
+
+
+@pytest.fixture(scope='module')
+def embed() -> Iterator['LlamaServer']:
+    """llama-server with the real embedding model (all-MiniLM-L6-v2, 384 dimensions), one for the
+    test module: what the library's search by meaning is tested against."""
+    from helpers.peers import LlamaServer
+    with LlamaServer('embed') as server:
+        yield server
 
 
 @pytest.fixture(scope='module')

@@ -13,16 +13,9 @@ import pytest
 
 from helpers.book_fields import open_library, set_plugin_prefs
 from helpers.meaning_library import BOOKS, make_meaning_library
-from helpers.peers import LlamaServer
 from helpers.scripted_model import ScriptedModel
 
 CANDIDATE = re.compile(r'^\[(\d+)\] (.+?) by ', re.M)
-
-
-@pytest.fixture(scope='module')
-def embed():
-    with LlamaServer('embed') as s:
-        yield s
 
 
 def answer(request: dict) -> str:

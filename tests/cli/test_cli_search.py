@@ -10,13 +10,7 @@ import json
 import pytest
 
 from helpers.meaning_library import BOOKS, QUERIES, make_meaning_library
-from helpers.peers import LlamaServer, RecordingProxy
-
-
-@pytest.fixture(scope='module')
-def server():
-    with LlamaServer('embed') as s:
-        yield s
+from helpers.peers import RecordingProxy
 
 
 @pytest.fixture
@@ -25,19 +19,19 @@ def lib(sandbox):
     return path, ids
 
 
-def configured(cli, server, provider='openai_compatible', url=None, env=None):
-    r = cli('configure', provider, f'base_url={url or server.base_url}/v1', f'model={server.model}',
-            f'embedding_model={server.model}', *(('api_key=env:BOOKAI_TEST_KEY',) if env else ()), '--use', env=env)
+def configured(cli, embed, provider='openai_compatible', url=None, env=None):
+    r = cli('configure', provider, f'base_url={url or embed.base_url}/v1', f'model={embed.model}',
+            f'embedding_model={embed.model}', *(('api_key=env:BOOKAI_TEST_KEY',) if env else ()), '--use', env=env)
     assert r.returncode == 0, r
 
 
-def test_a_paraphrase_finds_its_book_first_with_why(cli, server, lib):
+def test_a_paraphrase_finds_its_book_first_with_why(cli, embed, lib):
     path, ids = lib
-    configured(cli, server)
+    configured(cli, embed)
     words, i = QUERIES[0]
     r = cli('search', '--library', path, words, '--limit', '3')
     assert r.returncode == 0, r
-    assert f'Embedding {len(BOOKS)} books with {server.model}' in r.stderr
+    assert f'Embedding {len(BOOKS)} books with {embed.model}' in r.stderr
     first, why = r.stdout.splitlines()[:2]
     assert first.startswith(f'{ids[i]}\t{BOOKS[i][0]} by Ada Brine ('), r.stdout
     assert why.strip() in (BOOKS[i][4], f'Title: {BOOKS[i][0]}', 'Tags: Sea, Literary fiction'), r.stdout
@@ -49,9 +43,9 @@ def test_a_paraphrase_finds_its_book_first_with_why(cli, server, lib):
     assert [json.loads(line)['id'] for line in restricted.stdout.splitlines()] == [ids[2]], restricted
 
 
-def test_similar_finds_the_nearest_and_says_what_they_share(cli, server, lib):
+def test_similar_finds_the_nearest_and_says_what_they_share(cli, embed, lib):
     path, ids = lib
-    configured(cli, server)
+    configured(cli, embed)
     r = cli('similar', '--library', path, str(ids[0]), '--limit', '2')
     assert r.returncode == 0, r
     lines = r.stdout.splitlines()
@@ -61,11 +55,11 @@ def test_similar_finds_the_nearest_and_says_what_they_share(cli, server, lib):
     assert missing.returncode == 2 and 'no book with the id 999' in missing.stderr
 
 
-def test_an_online_provider_gets_the_metadata_only_with_yes(cli, server, lib):
+def test_an_online_provider_gets_the_metadata_only_with_yes(cli, embed, lib):
     path, ids = lib
     key = {'BOOKAI_TEST_KEY': 'sk-test-key-0123456789'}
-    with RecordingProxy(server.base_url) as proxy:
-        configured(cli, server, 'openai', proxy.base_url, key)
+    with RecordingProxy(embed.base_url) as proxy:
+        configured(cli, embed, 'openai', proxy.base_url, key)
         r = cli('search', '--library', path, 'a lighthouse', env=key)
         assert r.returncode == 2 and 'online' in r.stderr and 'Nothing was sent' in r.stderr, r
         assert f'{len(BOOKS)} books' in r.stderr and 'tokens' in r.stderr, r

@@ -107,7 +107,7 @@ def test_a_model_that_changed_length_starts_the_index_again(lib, e, files):
     assert files.read('L', model=e.key).dim == EMBED_DIM
 
 
-def test_chapter_summaries_kept_join_the_entry_and_embed_it_again(lib, e, files, tmp_path, server):
+def test_chapter_summaries_kept_join_the_entry_and_embed_it_again(lib, e, files, tmp_path, embed):
     """What the reader has read, summarized, is searched too: a summary made since the book was
     embedded embeds it again; its citations are left out; nothing of the book's text goes but that
     (the book has no file here at all, and the summaries end at the reader's place by making)."""
@@ -130,9 +130,9 @@ def test_chapter_summaries_kept_join_the_entry_and_embed_it_again(lib, e, files,
     assert list(kept) == [ids[8]]
     text = read_so_far.summaries_text(cache, 'L', ids[8], kept[ids[8]][0])
     assert text == 'The clockmaker joins a submarine crew; they mend the hull under the Arctic ice.'
-    with RecordingProxy(server.base_url) as proxy:
+    with RecordingProxy(embed.base_url) as proxy:
         provider = get_provider('openai_compatible', settings={'base_url': proxy.base_url + '/v1'})
-        proxied = building.embedder(provider, server.model)
+        proxied = building.embedder(provider, embed.model)
         from unittest import mock
         with mock.patch.object(building, 'SummaryCache', lambda: cache):
             again = building.update_index(db, 'L', proxied, files, custom=())

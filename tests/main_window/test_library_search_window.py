@@ -21,7 +21,7 @@ from calibre_plugins.bookai.library_search.vectors import VectorFiles, forget_al
 from calibre_plugins.bookai.main_window import library_search_actions as lsa
 from helpers.calibre_gui import StatusBar, stand_in_gui, wait_until
 from helpers.meaning_library import BOOKS, QUERIES, make_meaning_library
-from helpers.peers import LlamaServer, RecordingProxy
+from helpers.peers import RecordingProxy
 
 
 class BookList(QObject):
@@ -74,18 +74,12 @@ def main_window(library):
     return gui
 
 
-@pytest.fixture(scope='module')
-def server():
-    with LlamaServer('embed') as s:
-        yield s
-
-
 @pytest.fixture
-def local(prefs, server):
+def local(prefs, embed):
     """The embeddings of llama-server on this computer, through a proxy recording what it is sent."""
-    with RecordingProxy(server.base_url) as proxy:
-        prefs['providers'] = {'openai_compatible': {'base_url': proxy.base_url + '/v1', 'model': server.model,
-                                                    'embedding_model': server.model}}
+    with RecordingProxy(embed.base_url) as proxy:
+        prefs['providers'] = {'openai_compatible': {'base_url': proxy.base_url + '/v1', 'model': embed.model,
+                                                    'embedding_model': embed.model}}
         prefs['provider'] = 'openai_compatible'
         prefs['library_embeddings_provider'] = ''
         yield proxy
@@ -244,11 +238,11 @@ def test_stop_keeps_what_was_embedded_and_the_next_search_goes_on(qapp, local, l
         w.close()
 
 
-def test_online_the_reader_is_asked_first_with_the_estimate(qapp, prefs, server, library, said):
+def test_online_the_reader_is_asked_first_with_the_estimate(qapp, prefs, embed, library, said):
     """OpenAI's wire (never on this computer, whatever its address) at the real embedding server."""
     from calibre_plugins.bookai.settings.secrets import secret_store
     lib, ids = library
-    with RecordingProxy(server.base_url) as proxy:
+    with RecordingProxy(embed.base_url) as proxy:
         prefs['providers'] = {'openai': {'base_url': proxy.base_url + '/v1', 'model': 'gpt-5-mini',
                                          'embedding_model': 'text-embedding-3-small'}}
         prefs['provider'] = 'openai'

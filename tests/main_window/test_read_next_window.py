@@ -7,7 +7,6 @@ discussion that opens: only the numbers sent become links, and a link selects it
 
 import re
 
-import pytest
 from qt.core import QUrl
 
 from calibre_plugins.bookai.conversation.conversation import Conversation
@@ -17,17 +16,11 @@ from calibre_plugins.bookai.main_window import read_next
 from calibre_plugins.bookai.main_window.discussion import DiscussionWindow
 from helpers.calibre_gui import LibraryView, shoot, stand_in_gui, wait_until
 from helpers.meaning_library import make_meaning_library
-from helpers.peers import LlamaServer, use_server
+from helpers.peers import use_server
 from helpers.scripted_model import ScriptedModel
 
 CANDIDATE = re.compile(r'^\[(\d+)\] (.+?) by ', re.M)
 BOOK_LINK = re.compile(r'href="bookai:book/(\d+)/(\d+)"')
-
-
-@pytest.fixture(scope='module')
-def embed():
-    with LlamaServer('embed') as s:
-        yield s
 
 
 def hostile_answer(request: dict) -> str:
