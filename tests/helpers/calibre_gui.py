@@ -85,6 +85,20 @@ def stand_in_gui(job_manager: bool = False) -> QWidget:
     return gui
 
 
+def stand_in_main_window(library: object) -> QWidget:
+    """What Book AI's calibre jobs use of the main window: the library at path library open
+    (calibre's LibraryDatabase), the book list, the status bar, calibre's real job manager, and the
+    jobs that failed, recorded in job_failures (calibre's job_exception)."""
+    from calibre.library import db
+    gui = stand_in_gui(job_manager=True)
+    gui.current_db = db(str(library))
+    gui.library_view = LibraryView()
+    gui.status_bar = StatusBar()
+    gui.job_failures = []
+    gui.job_exception = lambda job, dialog_title='': gui.job_failures.append(job)
+    return gui
+
+
 def wait_until(condition: Callable[[], object], timeout: float = 120,
                state: Callable[[], object] | None = None) -> None:
     """Run Qt's events until condition() holds; an AssertionError after timeout seconds, saying

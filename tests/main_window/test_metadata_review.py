@@ -18,7 +18,7 @@ from calibre_plugins.bookai.gui.metadata_review import MetadataChoicesDialog
 from calibre_plugins.bookai.main_window import metadata_actions as ma
 from calibre_plugins.bookai.metadata.kept import KeptProposals
 from helpers.book_fields import BOOK, library_with_columns
-from helpers.calibre_gui import LibraryView, StatusBar, stand_in_gui, wait_until, when_modal
+from helpers.calibre_gui import stand_in_main_window, wait_until, when_modal
 from helpers.peers import LlamaServer, RecordingProxy, use_server
 from helpers.scripted_model import ScriptedModel
 
@@ -63,17 +63,6 @@ def library(sandbox):
                          '--authors', 'A. Writer'])
         assert r.returncode == 0, r
     return lib
-
-
-def main_window(lib):
-    from calibre.library import db
-    gui = stand_in_gui(job_manager=True)
-    gui.current_db = db(str(lib))
-    gui.library_view = LibraryView()
-    gui.status_bar = StatusBar()
-    gui.job_failures = []
-    gui.job_exception = lambda job, dialog_title='': gui.job_failures.append(job)
-    return gui
 
 
 def values(gui, ids=(BOOK, SECOND, THIRD), keys=('tags', 'comments', 'languages', '#mood', '#level')):
@@ -127,7 +116,7 @@ def tick_only(w, wanted):
 def test_reviewed_applied_in_part_then_undone_exactly(qapp, prefs, library, said):
     with ScriptedModel(answer) as model:
         use_server(prefs, model.url)
-        gui = main_window(library)
+        gui = stand_in_main_window(library)
         before = values(gui)
         run_job(gui, [BOOK, SECOND, THIRD])
         w = review_filled()
@@ -179,7 +168,7 @@ def test_reviewed_applied_in_part_then_undone_exactly(qapp, prefs, library, said
 def test_a_field_changed_since_is_shown_and_never_written(qapp, prefs, library, said):
     with ScriptedModel(answer) as model:
         use_server(prefs, model.url)
-        gui = main_window(library)
+        gui = stand_in_main_window(library)
         run_job(gui, [SECOND, THIRD], fields=['tags', '#mood'])
     w = review_filled()
     w.close()  # without deciding: kept for later
@@ -210,7 +199,7 @@ def test_another_library_open_is_said_and_nothing_is_written(qapp, prefs, librar
     other = library_with_columns(sandbox, 'other', columns=COLUMNS, values=VALUES)
     with ScriptedModel(answer) as model:
         use_server(prefs, model.url)
-        gui = main_window(library)
+        gui = stand_in_main_window(library)
         before = values(gui)
         run_job(gui, [SECOND], fields=['tags'])
     w = review_filled()
@@ -242,7 +231,7 @@ def test_another_library_open_is_said_and_nothing_is_written(qapp, prefs, librar
 def test_kept_for_later_then_discarded(qapp, prefs, library, said):
     with ScriptedModel(answer) as model:
         use_server(prefs, model.url)
-        gui = main_window(library)
+        gui = stand_in_main_window(library)
         before = values(gui)
         run_job(gui, [SECOND, THIRD], fields=['tags', 'languages'])
     w = review_filled()
@@ -277,7 +266,7 @@ def test_stop_keeps_what_was_answered_and_asks_no_more(qapp, prefs, library, sai
 
     with ScriptedModel(slow) as model:
         use_server(prefs, model.url)
-        gui = main_window(library)
+        gui = stand_in_main_window(library)
         choose(['tags'], at_once=1)
         job = ma.fill_metadata(gui, [SECOND, THIRD])
         wait_until(lambda: answered.is_set() and len(model.requests) == 2, timeout=60)
@@ -297,7 +286,7 @@ def test_the_real_llama_server_is_asked_in_the_schema(qapp, prefs, library, said
     with LlamaServer('tiny', alias='tiny', ctx=8192, extra_args=('--temp', '0')) as server, \
             RecordingProxy(server.base_url) as proxy:
         use_server(prefs, proxy.base_url)
-        gui = main_window(library)
+        gui = stand_in_main_window(library)
         before = values(gui)
         run_job(gui, [SECOND, THIRD], fields=['#mood', '#level'])
         (first, *_more) = proxy.chat_requests()

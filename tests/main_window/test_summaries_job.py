@@ -18,22 +18,11 @@ from calibre_plugins.bookai.conversation.summaries import BookKey, BookSummaries
 from calibre_plugins.bookai.grounding.extract import read_epub
 from calibre_plugins.bookai.main_window import summary_actions as sa
 from helpers.books import quick_start_epub
-from helpers.calibre_gui import LibraryView, StatusBar, stand_in_gui, wait_until
+from helpers.calibre_gui import stand_in_main_window, wait_until
 from helpers.peers import LlamaServer, RecordingProxy, use_online, use_server
 from helpers.sentinels import SENTINELS, bodies_with_sentinels, epub_with_sentinel
 
 TINY = ('--temp', '0', '-n', '16', '--override-kv', 'llama.context_length=int:65536')
-
-
-def main_window(library):
-    from calibre.library import db
-    gui = stand_in_gui(job_manager=True)
-    gui.current_db = db(str(library))
-    gui.library_view = LibraryView()
-    gui.status_bar = StatusBar()
-    gui.job_failures = []
-    gui.job_exception = lambda job, dialog_title='': gui.job_failures.append(job)
-    return gui
 
 
 @pytest.fixture
@@ -92,7 +81,7 @@ def test_the_job_summarizes_the_chapters_read_with_progress_and_nothing_after_th
     with LlamaServer('tiny', alias='tiny', ctx=65536, extra_args=TINY) as server, \
             RecordingProxy(server.base_url) as proxy:
         use_server(prefs, proxy.base_url)
-        gui = main_window(lib)
+        gui = stand_in_main_window(lib)
         assert sa.make_chapter_summaries(gui, [1, 2])
         assert not sa.make_chapter_summaries(gui, [2])  # those books are being done
         assert 'being made for Quick Start Guide already' in said['error'][-1]
@@ -130,7 +119,7 @@ def test_online_consent_first_and_stop_keeps_the_summaries_made(qapp, prefs, nov
             RecordingProxy(server.base_url) as proxy:
         use_online(prefs, proxy.base_url)
         try:
-            gui = main_window(lib)
+            gui = stand_in_main_window(lib)
             said['answer'] = False
             assert sa.make_chapter_summaries(gui, [1])
             wait_until(lambda: not sa.busy, timeout=60)
