@@ -53,6 +53,7 @@ from calibre_plugins.bookai.gui.cover_dialog import BulkCoverDialog, CoverDialog
 from calibre_plugins.bookai.gui.image_decoding import qimage
 from calibre_plugins.bookai.gui.review import add_review_buttons
 from calibre_plugins.bookai.gui.worker import run_in_steps, run_in_thread
+from calibre_plugins.bookai.main_window.calibre_window import current_db, current_library_id, say
 from calibre_plugins.bookai.main_window.threaded_job import (
     job_cancel, job_progress, job_result, requests_at_once, start_job,
 )
@@ -87,14 +88,6 @@ def reviewable(run: StagedRun) -> bool:
 
 # the library {{{
 
-def current_db(gui: 'Main') -> Any:
-    return gui.current_db.new_api
-
-
-def current_library_id(gui: 'Main') -> str:
-    return library_id_of(current_db(gui))
-
-
 def library_name(path: str) -> str:
     """A library as the reader knows it: its folder's name."""
     return os.path.basename(os.path.normpath(path)) if path else _('another library')
@@ -119,13 +112,6 @@ def settings_opener(gui: 'Main') -> Callable[[], None]:
         from calibre_plugins.bookai.gui.settings_dialog import show_settings  # on use: the settings only when asked for
         show_settings(gui, current_db(gui), tab='covers')
     return open_settings
-
-
-def say(gui: 'Main', text: str, timeout: int = 10000) -> None:
-    """A message in calibre's status bar."""
-    bar = getattr(gui, 'status_bar', None)
-    if bar is not None:
-        bar.show_message(text, timeout)
 
 
 def error(gui: QWidget, title: str, text: str, det_msg: str = '') -> None:

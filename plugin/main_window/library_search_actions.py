@@ -68,12 +68,6 @@ def error(gui: Any, text: str) -> None:
     error_dialog(gui, TITLE, text, show=True)
 
 
-def say(gui: Any, text: str, timeout: int = 10000) -> None:
-    bar = getattr(gui, 'status_bar', None)
-    if bar is not None:
-        bar.show_message(text, timeout)
-
-
 # calibre's book list {{{
 
 def book_list_data(gui: 'Main') -> Any:

@@ -29,6 +29,7 @@ from calibre_plugins.bookai.conversation.books import answer_language
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.gui.metadata_review import MetadataChoicesDialog, MetadataReview
 from calibre_plugins.bookai.gui.worker import run_in_thread
+from calibre_plugins.bookai.main_window.calibre_window import current_db, current_library_id, say
 from calibre_plugins.bookai.main_window.threaded_job import (
     job_cancel, job_progress, job_result, requests_at_once, start_job,
 )
@@ -57,24 +58,10 @@ reviews: list[MetadataReview] = []
 
 # the library {{{
 
-def current_db(gui: 'Main') -> Any:
-    return gui.current_db.new_api
-
-
-def current_library_id(gui: 'Main') -> str:
-    return str(current_db(gui).library_id)
-
-
 def library_name(gui: 'Main', path: str = '') -> str:
     import os
     path = path or str(getattr(gui.current_db, 'library_path', '') or '')
     return os.path.basename(os.path.normpath(path)) if path else _('another library')
-
-
-def say(gui: 'Main', text: str, timeout: int = 10000) -> None:
-    bar = getattr(gui, 'status_bar', None)
-    if bar is not None:
-        bar.show_message(text, timeout)
 
 
 def error(gui: QWidget, text: str, title: str = '') -> None:

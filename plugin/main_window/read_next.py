@@ -35,7 +35,8 @@ def from_library(action: 'BookAIAction', selected: list[int]) -> None:
     """What to read next after the selected books (none: those read lately and rated highly), chosen
     among the books of the library open in calibre, once its index is up to date (the same consent
     and calibre job as Search library by meaning: library_search_actions.Searcher)."""
-    from calibre_plugins.bookai.main_window.library_search_actions import Ready, Searcher, say
+    from calibre_plugins.bookai.main_window.calibre_window import say
+    from calibre_plugins.bookai.main_window.library_search_actions import Ready, Searcher
     gui = action.gui
     library = action.library()
     db, library_id = library.db, library.library_id

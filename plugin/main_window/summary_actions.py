@@ -26,6 +26,7 @@ from calibre_plugins.bookai.conversation.recap import needs_consent, remember_co
 from calibre_plugins.bookai.core.cancel import CancelToken
 from calibre_plugins.bookai.core.printable import one_line
 from calibre_plugins.bookai.gui.worker import run_in_thread
+from calibre_plugins.bookai.main_window.calibre_window import say
 from calibre_plugins.bookai.main_window.threaded_job import job_cancel, job_progress, job_result, start_job
 from calibre_plugins.bookai.providers.registry import chosen_provider
 
@@ -53,12 +54,6 @@ def error(gui: Any, text: str) -> None:
 def info(gui: Any, text: str, details: str = '') -> None:
     from calibre.gui2 import info_dialog  # looked up when called, so that a test can stand in for it
     info_dialog(gui, TITLE, text, det_msg=details, show=True)
-
-
-def say(gui: Any, text: str, timeout: int = 0) -> None:
-    bar = getattr(gui, 'status_bar', None)
-    if bar is not None:
-        bar.show_message(text, timeout)
 
 
 def make_chapter_summaries(gui: 'Main', ids: Sequence[int]) -> bool:
@@ -142,4 +137,4 @@ def job_done(gui: 'Main', job: 'ThreadedJob', books: Sequence[tuple[str, int]]) 
     result = job_result(gui, job, BooksRun, jobs, _('Chapter summaries could not be made'))
     if result is None:
         return
-    say(gui, _('Book AI: {outcome}').format(outcome=result.said()))
+    say(gui, _('Book AI: {outcome}').format(outcome=result.said()), 0)
